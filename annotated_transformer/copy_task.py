@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass
 
 import torch
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from annotated_transformer.config import TransformerConfig
 from annotated_transformer.decoding import greedy_decode, strip_special

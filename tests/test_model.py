@@ -1,0 +1,132 @@
+"""The assembled model (§3): causality, weight tying, post-norm, Table 3 sizes, configuration checks."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from annotated_transformer.config import BASE, PRESETS, TABLE3_ROWS, TransformerConfig, preset
+from annotated_transformer.layers import subsequent_mask
+from annotated_transformer.model import count_parameters, make_model
+
+SMALL = TransformerConfig(vocab_size=50, n_layers=2, d_model=32, d_ff=64, n_heads=4)
+
+
+@pytest.fixture(autouse=True)
+def _seed():
+    torch.manual_seed(0)
+
+
+def _decoder_log_probs(model, src, tgt):
+    src_mask = torch.ones(src.size(0), 1, src.size(1), dtype=torch.bool)
+    return model.generator(model(src, tgt, src_mask, subsequent_mask(tgt.size(1))))
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_decoder_is_causal(norm_first):
+    model = make_model(SMALL.replace(norm_first=norm_first)).eval()
+    src, tgt = torch.randint(3, 50, (2, 9)), torch.randint(3, 50, (2, 8))
+    before = _decoder_log_probs(model, src, tgt)
+    for i in range(tgt.size(1) - 1):
+        changed = tgt.clone()
+        changed[:, i + 1 :] = torch.randint(3, 50, changed[:, i + 1 :].shape)
+        after = _decoder_log_probs(model, src, changed)
+        torch.testing.assert_close(after[:, : i + 1], before[:, : i + 1])
+        # ...and the change is visible afterwards, so the test can tell a broken mask apart.
+        assert not torch.allclose(after[:, i + 1 :], before[:, i + 1 :])
+
+
+def test_three_way_weight_tying_is_one_tensor():
+    model = make_model(SMALL)
+    src_w = model.src_embed[0].lut.weight
+    assert src_w is model.tgt_embed[0].lut.weight is model.generator.proj.weight
+    # One Parameter: counted once, and a gradient from any use lands in the same place.
+    names = [n for n, p in model.named_parameters() if p is src_w]
+    assert len(names) == 1
+    log_probs = _decoder_log_probs(model, torch.randint(3, 50, (2, 5)), torch.randint(3, 50, (2, 4)))
+    log_probs.sum().backward()
+    assert src_w.grad is not None and src_w.grad.abs().sum() > 0
+
+
+def test_untied_model_has_three_matrices():
+    tied, untied = make_model(SMALL), make_model(SMALL.replace(tie_embeddings=False))
+    assert count_parameters(untied) - count_parameters(tied) == 2 * 50 * 32
+    assert untied.src_embed[0].lut.weight is not untied.generator.proj.weight
+
+
+def test_sublayers_are_post_norm_by_default():
+    model = make_model(SMALL).eval()
+    layer = model.encoder.layers[0]
+    x = torch.randn(2, 6, 32)
+    mask = torch.ones(2, 1, 6, dtype=torch.bool)
+    norm1, norm2 = layer.sublayers[0].norm, layer.sublayers[1].norm
+    # LayerNorm(x + Sublayer(x)), twice, computed by hand from the layer's own parts.
+    h = F.layer_norm(x + layer.self_attn(x, x, x, mask), (32,), norm1.weight, norm1.bias, norm1.eps)
+    expected = F.layer_norm(h + layer.feed_forward(h), (32,), norm2.weight, norm2.bias, norm2.eps)
+    out = layer(x, mask)
+    torch.testing.assert_close(out, expected)
+    # A post-norm output is normalized at every position; no extra norm ends the stack.
+    torch.testing.assert_close(out.mean(-1), torch.zeros(2, 6), atol=1e-5, rtol=0)
+    assert isinstance(model.encoder.norm, torch.nn.Identity) and isinstance(model.decoder.norm, torch.nn.Identity)
+
+
+def test_pre_norm_option_normalizes_before_the_sublayer():
+    model = make_model(SMALL.replace(norm_first=True)).eval()
+    layer = model.decoder.layers[0]
+    x, memory = torch.randn(2, 5, 32), torch.randn(2, 7, 32)
+    src_mask, tgt_mask = torch.ones(2, 1, 7, dtype=torch.bool), subsequent_mask(5)
+    n1, n2, n3 = (s.norm for s in layer.sublayers)
+    h = x + layer.self_attn(n1(x), n1(x), n1(x), tgt_mask)
+    h = h + layer.src_attn(n2(h), memory, memory, src_mask)
+    expected = h + layer.feed_forward(n3(h))
+    torch.testing.assert_close(layer(x, memory, src_mask, tgt_mask), expected)
+    assert isinstance(model.decoder.norm, torch.nn.LayerNorm)
+
+
+def test_parameter_counts_match_table_3():
+    # Table 3 with a 37000-token shared vocabulary and three-way tying: ~63.1M (base), ~214M (big).
+    base = count_parameters(make_model(preset("base").replace(vocab_size=37000)))
+    big = count_parameters(make_model(preset("big").replace(vocab_size=37000)))
+    assert abs(base - 63.1e6) <= 0.5e6, base
+    assert abs(big - 214e6) <= 1e6, big
+
+
+def test_parameter_count_by_hand_for_a_small_model():
+    d, f, v, n = 32, 64, 50, 2
+    attention = 4 * (d * d + d)
+    ffn = d * f + f + f * d + d
+    encoder_layer = attention + ffn + 2 * 2 * d
+    decoder_layer = 2 * attention + ffn + 3 * 2 * d
+    assert count_parameters(make_model(SMALL)) == n * (encoder_layer + decoder_layer) + v * d
+
+
+def test_presets_cover_every_table_3_row():
+    assert len(TABLE3_ROWS) == 18  # A: 4, B: 2, C: 8, D: 4 ... and E: 1 (the 19th row is base)
+    for name, changes in TABLE3_ROWS.items():
+        config = PRESETS[name]
+        for field, value in changes.items():
+            assert getattr(config, field) == value
+        make_model(config.replace(vocab_size=100, n_layers=1))
+    big = PRESETS["big"]
+    assert (big.d_model, big.d_ff, big.n_heads, big.dropout, big.head_dims) == (1024, 4096, 16, 0.3, (64, 64))
+    assert (BASE.n_layers, BASE.d_model, BASE.d_ff, BASE.n_heads, BASE.head_dims) == (6, 512, 2048, 8, (64, 64))
+    assert (BASE.dropout, BASE.label_smoothing, BASE.positional, BASE.norm_first) == (0.1, 0.1, "sinusoidal", False)
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        (dict(dropuot=0.2), "unknown config field"),
+        (dict(n_heads=7), "not divisible"),
+        (dict(dropout=1.5), "dropout must be in"),
+        (dict(positional="rotary"), "positional must be"),
+        (dict(d_model=0), "positive integer"),
+    ],
+)
+def test_bad_configurations_are_refused_clearly(changes, message):
+    with pytest.raises(ValueError, match=message):
+        BASE.replace(**changes)
+
+
+def test_unknown_preset_lists_the_valid_ones():
+    with pytest.raises(ValueError, match="choose one of: base, big"):
+        preset("huge")

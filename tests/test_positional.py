@@ -1,0 +1,37 @@
+"""Positional encodings against the formula of §3.5, computed independently with math."""
+
+import math
+
+import pytest
+import torch
+
+from annotated_transformer.positional import LearnedPositionalEmbedding, PositionalEncoding, sinusoidal_table
+
+
+@pytest.mark.parametrize("d_model", [4, 16, 512])
+def test_sinusoids_match_the_formula(d_model):
+    table = sinusoidal_table(200, d_model)
+    for pos in (0, 1, 17, 199):
+        for i in range(d_model // 2):
+            angle = pos / 10000 ** (2 * i / d_model)
+            assert table[pos, 2 * i].item() == pytest.approx(math.sin(angle), abs=1e-6)
+            assert table[pos, 2 * i + 1].item() == pytest.approx(math.cos(angle), abs=1e-6)
+
+
+def test_positional_encoding_adds_the_table_in_eval_mode():
+    pe = PositionalEncoding(16, dropout=0.5, max_len=50).eval()
+    x = torch.randn(2, 30, 16)
+    torch.testing.assert_close(pe(x), x + sinusoidal_table(50, 16)[:30])
+    assert list(pe.parameters()) == [] and "pe" not in pe.state_dict()
+
+
+def test_too_long_sequences_are_refused():
+    with pytest.raises(ValueError, match="longer than max_len"):
+        PositionalEncoding(8, 0.0, max_len=4)(torch.zeros(1, 5, 8))
+    with pytest.raises(ValueError, match="longer than max_len"):
+        LearnedPositionalEmbedding(8, 0.0, max_len=4)(torch.zeros(1, 5, 8))
+
+
+def test_learned_positions_are_trained_parameters():
+    learned = LearnedPositionalEmbedding(8, dropout=0.0, max_len=10)
+    assert sum(p.numel() for p in learned.parameters()) == 80

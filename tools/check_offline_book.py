@@ -1,0 +1,165 @@
+"""Open built chapters in headless Chromium with networking off; fail if math stays raw or a chart is empty.
+
+    python tools/check_offline_book.py [--html _build/html] [--screenshots DIR] [chapter ...]
+
+For each chapter the page is loaded from disk with every network request refused, its scripts are
+given time to run, and the resulting DOM is inspected:
+- MathJax must have typeset the page: at least one rendered formula, and no TeX delimiters left in
+  the visible text;
+- every image (matplotlib figures, static Altair/Vega charts) must be a local file that exists, and an
+  SVG chart must contain drawn marks;
+- no interactive chart container may be left empty, and no script may be loaded from the network.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+DEFAULT_CHAPTERS = ["00_preface", "04_attention", "06_positional_encoding", "07_full_model"]
+NO_NETWORK = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--proxy-server=http://127.0.0.1:9",
+    "--proxy-bypass-list=<-loopback>",
+    "--host-resolver-rules=MAP * ~NOTFOUND",
+]
+RAW_TEX = re.compile(r"\\\(|\\\[|\$\$|\\frac|\\sqrt|\\text\{")
+
+
+class PageScan(HTMLParser):
+    """Collect what the checks need from a rendered DOM."""
+
+    SKIP = {"script", "style", "pre", "code", "noscript", "textarea", "mjx-assistive-mml"}
+
+    def __init__(self):
+        super().__init__()
+        self.formulas = 0
+        self.images: list[str] = []
+        self.remote_scripts: list[str] = []
+        self.raw_tex: list[str] = []
+        self.chart_divs: list[dict] = []  # open vega-embed containers and whether they got content
+        self._skip_depth = 0
+        self._stack: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag in ("img", "br", "meta", "link", "input", "hr", "source"):
+            self._void(tag, attrs)
+            return
+        self._stack.append(tag)
+        if tag in self.SKIP:
+            self._skip_depth += 1
+        if tag == "mjx-container":
+            self.formulas += 1
+        if tag == "script" and re.match(r"https?:", attrs.get("src") or ""):
+            self.remote_scripts.append(attrs["src"])
+        if tag == "div" and (attrs.get("id") or "").startswith(("altair-viz", "vega")):
+            self.chart_divs.append({"id": attrs["id"], "depth": len(self._stack), "filled": False})
+        if tag in ("svg", "canvas"):
+            for chart in self.chart_divs:
+                chart["filled"] = True
+
+    def _void(self, tag, attrs):
+        if tag == "img" and attrs.get("src"):
+            self.images.append(attrs["src"])
+
+    def handle_startendtag(self, tag, attrs):
+        self._void(tag, dict(attrs))
+
+    def handle_endtag(self, tag):
+        if tag in self.SKIP and self._skip_depth:
+            self._skip_depth -= 1
+        while self._stack:
+            if self._stack.pop() == tag:
+                break
+
+    def handle_data(self, data):
+        if not self._skip_depth and RAW_TEX.search(data):
+            self.raw_tex.append(data.strip()[:80])
+
+
+def render(chromium: str, page: Path, screenshot: Path | None) -> str:
+    with tempfile.TemporaryDirectory() as profile:
+        common = [chromium, *NO_NETWORK, f"--user-data-dir={profile}", "--virtual-time-budget=15000"]
+        dom = subprocess.run([*common, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
+        if dom.returncode != 0 or not dom.stdout.strip():
+            raise RuntimeError(f"Chromium could not render {page}: {dom.stderr.strip()[-500:]}")
+        if screenshot is not None:
+            subprocess.run([*common, "--hide-scrollbars", "--window-size=1280,2000",
+                            f"--screenshot={screenshot}", page.as_uri()],
+                           capture_output=True, timeout=120, check=True)
+        return dom.stdout
+
+
+def check_page(page: Path, dom: str) -> list[str]:
+    scan = PageScan()
+    scan.feed(dom)
+    problems = []
+    if scan.formulas == 0 and 'class="math' in page.read_text(encoding="utf-8"):
+        problems.append("MathJax typeset no formula (is MathJax loaded from _static?)")
+    problems += [f"raw TeX left in the text: {t!r}" for t in scan.raw_tex[:5]]
+    problems += [f"script loaded from the network: {s}" for s in scan.remote_scripts]
+    problems += [f"interactive chart {c['id']} is empty" for c in scan.chart_divs if not c["filled"]]
+    for src in scan.images:
+        url = urlparse(src)
+        if url.scheme in ("http", "https"):
+            problems.append(f"image loaded from the network: {src}")
+            continue
+        if url.scheme == "data":
+            continue
+        target = (page.parent / unquote(url.path)).resolve()
+        if not target.is_file() or target.stat().st_size == 0:
+            problems.append(f"image missing: {src}")
+        elif target.suffix == ".svg" and not re.search(r'class="[^"]*(mark-|role-mark)', target.read_text("utf-8")):
+            if "<path" not in target.read_text("utf-8"):
+                problems.append(f"chart has nothing drawn: {src}")
+    return problems
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("chapters", nargs="*", default=DEFAULT_CHAPTERS, help="chapter names without suffix")
+    parser.add_argument("--html", type=Path, default=Path("_build/html"), help="built book folder")
+    parser.add_argument("--screenshots", type=Path, help="also save a PNG screenshot of each chapter here")
+    parser.add_argument("--chromium", default=shutil.which("chromium") or shutil.which("chromium-browser"),
+                        help="Chromium executable")
+    args = parser.parse_args(argv)
+    if not args.chromium:
+        parser.error("Chromium not found: install it (Debian/Ubuntu: apt-get install chromium) or pass --chromium")
+    if args.screenshots:
+        args.screenshots.mkdir(parents=True, exist_ok=True)
+    failed = False
+    for chapter in args.chapters:
+        page = (args.html / "book" / f"{chapter}.html").resolve()
+        if not page.is_file():
+            print(f"FAIL {chapter}: {page} does not exist; build the book first (make book)")
+            failed = True
+            continue
+        shot = args.screenshots / f"{chapter}.png" if args.screenshots else None
+        dom = render(args.chromium, page, shot)
+        problems = check_page(page, dom)
+        scan = PageScan()
+        scan.feed(dom)
+        status = "FAIL" if problems else "ok  "
+        print(f"{status} {chapter}: {scan.formulas} formulas typeset, {len(scan.images)} figures/charts")
+        for problem in problems:
+            print(f"     - {problem}")
+        failed |= bool(problems)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
