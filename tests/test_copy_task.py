@@ -78,9 +78,9 @@ def test_greedy_decoding_stops_at_end_of_sentence_per_row():
 def test_copy_task_learns_within_a_minute():
     task = CopyTask()
     start = time.perf_counter()
-    model, losses = train_copy_task(task, steps=900, time_limit=55, progress=False)
+    model, losses = train_copy_task(task, steps=1000, time_limit=50, progress=False)
     assert time.perf_counter() - start < 60
-    assert losses[-1] < losses[0] / 10
+    assert sum(losses[-20:]) / 20 < 0.7 < losses[0]  # from ~ln(13) to near the label-smoothing floor
     accuracy = copy_accuracy(model, task, n=100, seed=2024)
     assert accuracy >= 0.95, f"only {accuracy:.0%} of 100 held-out sequences copied exactly"
 
