@@ -27,7 +27,7 @@ def attention(query, key, value, mask=None, dropout: nn.Module | None = None):
 class MultiHeadedAttention(nn.Module):
     """h parallel attention heads on learned projections, concatenated and projected (§3.2.2)."""
 
-    def __init__(self, h: int, d_model: int, dropout: float = 0.1, d_k: int | None = None,
+    def __init__(self, h: int, d_model: int, dropout: float = 0.0, d_k: int | None = None,
                  d_v: int | None = None):
         super().__init__()
         if d_k is None or d_v is None:
@@ -40,7 +40,7 @@ class MultiHeadedAttention(nn.Module):
         self.w_k = nn.Linear(d_model, h * self.d_k)
         self.w_v = nn.Linear(d_model, h * self.d_v)
         self.w_o = nn.Linear(h * self.d_v, d_model)  # W^O
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = nn.Dropout(dropout)  # on the attention weights; off in the paper's model
         self.keep_attention = False  # set True to keep the last weights, e.g. for plotting
         self.attention_weights = None
 

@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, fields, replace
 
 @dataclass(frozen=True)
 class TransformerConfig:
-    """Every knob of Table 3, plus the vocabulary and the norm placement."""
+    """Every knob of Table 3, plus the vocabulary, the norm placement and optional extras."""
 
     vocab_size: int = 37000  # shared source–target vocabulary (§5.1)
     n_layers: int = 6  # N, layers in each stack
@@ -16,7 +16,8 @@ class TransformerConfig:
     n_heads: int = 8  # h
     d_k: int | None = None  # per-head query/key width; None means d_model // n_heads
     d_v: int | None = None  # per-head value width; None means d_model // n_heads
-    dropout: float = 0.1  # P_drop (§5.4)
+    dropout: float = 0.1  # P_drop (§5.4): residual sub-layer outputs and embedding sums
+    attention_dropout: float = 0.0  # on attention weights: not in §5.4, so off by default
     label_smoothing: float = 0.1  # ε_ls (§5.4)
     positional: str = "sinusoidal"  # or "learned" (Table 3 row E)
     norm_first: bool = False  # False: post-norm, the paper's; True: pre-norm
@@ -36,7 +37,7 @@ class TransformerConfig:
             raise ValueError(
                 f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}: set d_k and d_v explicitly"
             )
-        for name in ("dropout", "label_smoothing"):
+        for name in ("dropout", "attention_dropout", "label_smoothing"):
             if not 0.0 <= getattr(self, name) < 1.0:
                 raise ValueError(f"{name} must be in [0, 1), got {getattr(self, name)!r}")
         if self.positional not in ("sinusoidal", "learned"):

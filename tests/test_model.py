@@ -130,3 +130,15 @@ def test_bad_configurations_are_refused_clearly(changes, message):
 def test_unknown_preset_lists_the_valid_ones():
     with pytest.raises(ValueError, match="choose one of: base, big"):
         preset("huge")
+
+
+def test_dropout_sits_where_section_5_4_puts_it():
+    model = make_model(BASE.replace(vocab_size=100, n_layers=1))
+    rates = {name: m.p for name, m in model.named_modules() if isinstance(m, torch.nn.Dropout)}
+    residual = [n for n in rates if ".sublayers." in n]  # 2 sub-layers in the encoder layer, 3 in the decoder
+    embedding_sums = [n for n in rates if n.startswith(("src_embed", "tgt_embed"))]
+    attention_weights = [n for n in rates if n.endswith("attn.dropout")]
+    assert len(residual) == 5 and all(rates[n] == 0.1 for n in residual)
+    assert len(embedding_sums) == 2 and all(rates[n] == 0.1 for n in embedding_sums)
+    assert len(attention_weights) == 3 and all(rates[n] == 0.0 for n in attention_weights)
+    assert len(rates) == 10  # nothing else is dropped out
