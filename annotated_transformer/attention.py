@@ -5,6 +5,7 @@
 import math
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 
@@ -28,7 +29,7 @@ class MultiHeadedAttention(nn.Module):
     """h parallel attention heads on learned projections, concatenated and projected (§3.2.2)."""
 
     def __init__(self, h: int, d_model: int, dropout: float = 0.0, d_k: int | None = None,
-                 d_v: int | None = None):
+                 d_v: int | None = None, fused: bool = False):
         super().__init__()
         if d_k is None or d_v is None:
             if d_model % h:
@@ -43,6 +44,7 @@ class MultiHeadedAttention(nn.Module):
         self.dropout = nn.Dropout(dropout)  # on the attention weights; off in the paper's model
         self.keep_attention = False  # set True to keep the last weights, e.g. for plotting
         self.attention_weights = None
+        self.fused = fused  # use PyTorch's fused kernel instead of the explicit eq. 1 (same result)
 
     def forward(self, query, key, value, mask=None):
         # query: (batch, n_q, d_model); key, value: (batch, n_k, d_model)
@@ -53,8 +55,12 @@ class MultiHeadedAttention(nn.Module):
         q = self.w_q(query).view(batch, -1, self.h, self.d_k).transpose(1, 2)  # (batch, h, n_q, d_k)
         k = self.w_k(key).view(batch, -1, self.h, self.d_k).transpose(1, 2)  # (batch, h, n_k, d_k)
         v = self.w_v(value).view(batch, -1, self.h, self.d_v).transpose(1, 2)  # (batch, h, n_k, d_v)
-        x, weights = attention(q, k, v, mask, self.dropout)  # x: (batch, h, n_q, d_v)
-        if self.keep_attention:
-            self.attention_weights = weights.detach()  # (batch, h, n_q, n_k)
+        if self.fused and not self.keep_attention:
+            p = self.dropout.p if self.training else 0.0
+            x = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)  # (batch, h, n_q, d_v)
+        else:
+            x, weights = attention(q, k, v, mask, self.dropout)  # x: (batch, h, n_q, d_v)
+            if self.keep_attention:
+                self.attention_weights = weights.detach()  # (batch, h, n_q, n_k)
         x = x.transpose(1, 2).reshape(batch, -1, self.h * self.d_v)  # concatenate heads
         return self.w_o(x)  # (batch, n_q, d_model)

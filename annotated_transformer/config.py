@@ -23,6 +23,7 @@ class TransformerConfig:
     norm_first: bool = False  # False: post-norm, the paper's; True: pre-norm
     tie_embeddings: bool = True  # one matrix for both embeddings and the generator (§3.4)
     max_len: int = 1024  # longest sequence the positional encoding covers
+    fused_attention: bool = False  # PyTorch's fused attention kernel (same function, faster on GPU)
 
     def __post_init__(self):
         for name in ("vocab_size", "n_layers", "d_model", "d_ff", "n_heads", "max_len"):

@@ -63,7 +63,7 @@ def make_model(config: TransformerConfig) -> EncoderDecoder:
     d_k, d_v = c.head_dims
 
     def attn():
-        return MultiHeadedAttention(c.n_heads, c.d_model, c.attention_dropout, d_k, d_v)
+        return MultiHeadedAttention(c.n_heads, c.d_model, c.attention_dropout, d_k, d_v, c.fused_attention)
 
     def ffn():
         return PositionwiseFeedForward(c.d_model, c.d_ff)

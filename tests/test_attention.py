@@ -81,3 +81,15 @@ def test_multihead_with_independent_head_widths():
     assert mha(torch.randn(2, 3, 64), torch.randn(2, 5, 64), torch.randn(2, 5, 64)).shape == (2, 3, 64)
     with pytest.raises(ValueError, match="not divisible"):
         MultiHeadedAttention(h=7, d_model=64)
+
+
+def test_fused_path_equals_explicit_path():
+    explicit = MultiHeadedAttention(4, 32, dropout=0.0).eval()
+    fused = MultiHeadedAttention(4, 32, dropout=0.0, fused=True).eval()
+    fused.load_state_dict(explicit.state_dict())
+    query, memory = torch.randn(2, 5, 32), torch.randn(2, 8, 32)
+    keep = torch.ones(2, 1, 8, dtype=torch.bool)
+    keep[0, :, 6:] = False
+    torch.testing.assert_close(fused(query, memory, memory, keep), explicit(query, memory, memory, keep))
+    x = torch.randn(2, 6, 32)
+    torch.testing.assert_close(fused(x, x, x, subsequent_mask(6)), explicit(x, x, x, subsequent_mask(6)))

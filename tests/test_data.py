@@ -1,0 +1,153 @@
+"""Data loading (§5.1): readers, clear errors, the corpus registry, the vocabulary, token batching."""
+
+import gzip
+import html
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from annotated_transformer import data
+from annotated_transformer.data import DataError, TokenBatches, load_pairs
+
+
+def test_read_parallel_reads_plain_and_gzip(tmp_path):
+    (tmp_path / "a.en").write_text("one\ntwo\n", encoding="utf-8")
+    with gzip.open(tmp_path / "a.de.gz", "wt", encoding="utf-8") as f:
+        f.write("eins\nzwei\n")
+    assert data.read_parallel(tmp_path / "a.en", tmp_path / "a.de.gz") == [("one", "eins"), ("two", "zwei")]
+
+
+def test_mismatched_line_counts_name_both_files(tmp_path):
+    (tmp_path / "x.en").write_text("a\nb\nc\n")
+    (tmp_path / "x.de").write_text("a\nb\n")
+    with pytest.raises(DataError, match=r"x\.en has 3 lines but .*x\.de has 2"):
+        data.read_parallel(tmp_path / "x.en", tmp_path / "x.de")
+
+
+def test_empty_and_missing_files(tmp_path):
+    (tmp_path / "empty.en").write_text("")
+    with pytest.raises(DataError, match="empty.en is empty"):
+        data.read_lines(tmp_path / "empty.en")
+    with pytest.raises(DataError, match="does not exist"):
+        data.read_lines(tmp_path / "missing.en")
+
+
+def test_undecodable_bytes_name_file_and_line(tmp_path):
+    (tmp_path / "bad.de").write_bytes(b"gut\nauch gut\n" + b"schlecht \xff\xfe\n")
+    with pytest.raises(DataError, match=r"bad\.de, line 3: not valid UTF-8"):
+        data.read_lines(tmp_path / "bad.de")
+
+
+def test_sgml_reader_decodes_entities(tmp_path):
+    sgm = tmp_path / "t.sgm"
+    sgm.write_text('<srcset setid="x">\n<doc docid="d">\n<seg id="1">Tom &amp; Jerry &quot;hi&quot;</seg>\n'
+                   '<seg id="2">Zwei</seg>\n</doc>\n</srcset>\n')
+    assert data.read_sgml(sgm) == ['Tom & Jerry "hi"', "Zwei"]
+
+
+def _wmt14_fixture(root, pairs):
+    """The layouts the WMT14 loader reads: Parquet training files and a sacreBLEU cache."""
+    train = root / "wmt14" / "de-en"
+    train.mkdir(parents=True)
+    table = pa.table({"translation": [{"de": de, "en": en} for en, de in pairs]})
+    pq.write_table(table.slice(0, 3), train / "train-00000-of-00002.parquet")
+    pq.write_table(table.slice(3), train / "train-00001-of-00002.parquet")
+    cache = root / "wmt14" / "sacrebleu-cache" / "wmt14" / "full"
+    cache.mkdir(parents=True)
+    (cache / "wmt14_full.en-de.src").write_text("\n".join(en for en, _ in pairs) + "\n")
+    (cache / "wmt14_full.en-de.ref").write_text("\n".join(de for _, de in pairs) + "\n")
+
+
+def test_wmt14_from_parquet_and_sacrebleu_cache(tmp_path, synthetic_pairs):
+    pairs = synthetic_pairs(5, seed=3)
+    _wmt14_fixture(tmp_path, pairs)
+    assert load_pairs("wmt14", "train", "en", "de", tmp_path) == pairs
+    assert load_pairs("wmt14", "train", "de", "en", tmp_path) == [(de, en) for en, de in pairs]
+    assert load_pairs("wmt14", "test", "en", "de", tmp_path) == pairs
+
+
+def test_wmt14_test_set_from_sgml(tmp_path):
+    sgm = tmp_path / "wmt14" / "newstest2014-sgm"
+    sgm.mkdir(parents=True)
+    files = (("newstest2014-deen-src.en.sgm", ["A &lt; B", "C"]), ("newstest2014-deen-ref.de.sgm", ["X", "Y"]))
+    for name, lines in files:
+        segs = "".join(f'<seg id="{i}">{line}</seg>\n' for i, line in enumerate(lines, 1))
+        (sgm / name).write_text(f"<srcset>\n<doc>\n{segs}</doc>\n</srcset>\n")
+    assert load_pairs("wmt14", "test", "en", "de", tmp_path) == [(html.unescape("A &lt; B"), "X"), ("C", "Y")]
+
+
+def test_parquet_without_translation_column_is_refused(tmp_path):
+    folder = tmp_path / "wmt14" / "de-en"
+    folder.mkdir(parents=True)
+    pq.write_table(pa.table({"text": ["x"]}), folder / "train-0.parquet")
+    with pytest.raises(DataError, match="cannot be read as Parquet with a 'translation' column"):
+        load_pairs("wmt14", "train", "en", "de", tmp_path)
+
+
+def test_missing_corpus_offline_says_what_to_fetch(tmp_path, monkeypatch):
+    def offline(url, target):
+        raise OSError("network unreachable")
+
+    monkeypatch.setattr(data, "_download", offline)
+    with pytest.raises(DataError, match=r"multi30k/dataset.*train\.en\.gz.*put it in"):
+        load_pairs("multi30k", "train", "en", "de", tmp_path)
+    with pytest.raises(DataError, match="sacrebleu -t wmt14/full -l en-de"):
+        load_pairs("wmt14", "test", "en", "de", tmp_path)
+    with pytest.raises(DataError, match="wmt/wmt14"):
+        load_pairs("wmt14", "train", "en", "de", tmp_path)
+    with pytest.raises(DataError, match="choose one of: multi30k, wmt14, text"):
+        load_pairs("europarl", "train", "en", "de", tmp_path)
+
+
+def test_real_wmt14_test_sets(shared_data):
+    test = load_pairs("wmt14", "test", "en", "de", shared_data)
+    assert len(test) == 3003 and test[0] == ("Gutach: Increased safety for pedestrians",
+                                             "Gutach: Noch mehr Sicherheit für Fußgänger")
+    assert len(load_pairs("wmt14", "dev", "en", "de", shared_data)) == 3000
+    assert len(load_pairs("wmt14", "test", "en", "fr", shared_data)) == 3003
+    assert len(load_pairs("wmt14", "sample", "en", "de", shared_data)) == 10000
+    assert len(load_pairs("multi30k", "test", "en", "de", shared_data)) == 1000
+
+
+def test_filtering_reports_what_it_drops(tmp_path, synthetic_pairs):
+    pairs = synthetic_pairs(300, seed=0) + [("", "leer"), ("the cat " * 40, "der katze " * 40)]
+    sp = data.train_shared_vocab(pairs, 60, tmp_path)
+    kept, report = data.encode_pairs(sp, pairs, max_tokens=50)
+    assert len(kept) == 300
+    assert "kept 300 of 302 pairs (1 with an empty side, 1 over 50 tokens)" == report
+
+
+def test_vocabulary_is_cached_by_content_and_settings(tmp_path, synthetic_pairs):
+    pairs = synthetic_pairs(300, seed=0)
+    first = data.train_shared_vocab(pairs, 60, tmp_path)
+    files = sorted(tmp_path.glob("*.model"))
+    mtime = files[0].stat().st_mtime_ns
+    second = data.train_shared_vocab(pairs, 60, tmp_path)
+    assert sorted(tmp_path.glob("*.model")) == files and files[0].stat().st_mtime_ns == mtime
+    assert first.encode("the red cat") == second.encode("the red cat")
+    data.train_shared_vocab(pairs, 70, tmp_path)  # other settings: another file
+    data.train_shared_vocab(pairs[:-1], 60, tmp_path)  # other data: another file
+    assert len(list(tmp_path.glob("*.model"))) == 3
+    assert [first.id_to_piece(i) for i in range(4)] == ["<pad>", "<s>", "</s>", "<unk>"]
+
+
+def test_token_batches_cover_each_pair_once_within_budget():
+    src = [(i * 7) % 23 + 1 for i in range(500)]
+    tgt = [(i * 5) % 19 + 2 for i in range(500)]
+    batches = TokenBatches(src, tgt, max_tokens=120, seed=3).epoch(0)
+    assert sorted(i for b in batches for i in b) == list(range(500))
+    for b in batches:
+        assert len(b) == 1 or len(b) * max(max(src[i], tgt[i]) for i in b) <= 120
+    assert TokenBatches(src, tgt, 120, seed=3).epoch(0) == batches  # reproducible
+    assert TokenBatches(src, tgt, 120, seed=3).epoch(1) != batches  # reshuffled every epoch
+
+
+def test_token_batches_shard_evenly_across_ranks():
+    src = list(range(1, 301))
+    shards = [TokenBatches(src, src, 300, seed=1, rank=r, world_size=3).epoch(2) for r in range(3)]
+    assert len({len(s) for s in shards}) == 1
+    seen = [i for s in shards for b in s for i in b]
+    assert len(seen) == len(set(seen))
+    everything = TokenBatches(src, src, 300, seed=1).epoch(2)
+    assert [b for s in zip(*shards) for b in s] == everything[: 3 * len(shards[0])]

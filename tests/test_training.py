@@ -1,0 +1,186 @@
+"""Training (§5): label smoothing, gradient accumulation, paper-sized steps, checkpoints, resume, DDP."""
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from annotated_transformer import run, train
+from annotated_transformer.config import PRESETS, TransformerConfig
+from annotated_transformer.data import PAD
+from annotated_transformer.model import make_model
+from annotated_transformer.training import Batch, accumulate_gradients, make_optimizer, sequence_loss
+
+TINY = TransformerConfig(vocab_size=50, n_layers=1, d_model=32, d_ff=64, n_heads=2)
+
+
+def test_label_smoothing_against_a_hand_computed_value():
+    # Two real positions and one padding position, vocabulary of 4, ε = 0.1.
+    probs = torch.tensor([[[0.6, 0.2, 0.1, 0.1], [0.25, 0.25, 0.25, 0.25], [0.1, 0.2, 0.3, 0.4]]])
+    target = torch.tensor([[1, 2, PAD]])
+    # ε/V = 0.025 on every entry, plus 0.9 on the correct one: q = (0.025, 0.925, 0.025, 0.025) for row 0.
+    row0 = -(0.025 * math.log(0.6) + 0.925 * math.log(0.2) + 0.025 * math.log(0.1) + 0.025 * math.log(0.1))
+    row1 = -math.log(0.25)  # any q gives the same value against a uniform prediction
+    loss = sequence_loss(probs.log(), target, pad=PAD, label_smoothing=0.1)
+    assert loss.item() == pytest.approx((row0 + row1) / 2, rel=1e-6)
+    assert math.isfinite(sequence_loss(torch.log_softmax(torch.randn(1, 3, 4) * 30, -1), target, PAD, 0.1).item())
+
+
+def _batch(rows):
+    width = max(map(len, rows))
+    src = torch.tensor([r + [PAD] * (width - len(r)) for r in rows])
+    tgt = torch.tensor([[1] + r + [2] + [PAD] * (width - len(r)) for r in rows])
+    return Batch.from_tensors(src, tgt, pad=PAD)
+
+
+def test_accumulated_gradient_equals_one_large_batch():
+    torch.manual_seed(0)
+    model = make_model(TINY.replace(dropout=0.0))
+    rows = [[5, 6, 7, 8, 9, 10], [11, 12], [13, 14, 15], [16, 17, 18, 19, 20, 21, 22, 23], [24]]
+    whole = _batch(rows)
+    log_probs = model.generator(model(whole.src, whole.tgt_in, whole.src_mask, whole.tgt_mask))
+    sequence_loss(log_probs, whole.tgt_out, PAD, 0.1).backward()
+    expected = {n: p.grad.clone() for n, p in model.named_parameters()}
+    model.zero_grad()
+    accumulate_gradients(model, [_batch(rows[:1]), _batch(rows[1:3]), _batch(rows[3:])], 0.1, PAD)
+    for name, param in model.named_parameters():
+        torch.testing.assert_close(param.grad, expected[name], rtol=1e-5, atol=1e-7, msg=name)
+
+
+@pytest.mark.parametrize("name", ["base", "big"])
+def test_paper_sized_training_step_on_cpu(name):
+    torch.manual_seed(0)
+    config = PRESETS[name]
+    model = make_model(config)
+    optimizer, scheduler = make_optimizer(model, config.d_model, warmup=4000)
+    batch = _batch([[5, 6, 7, 8], [9, 10]])
+    before = model.encoder.layers[0].feed_forward.w_1.weight.detach().clone()
+    loss = accumulate_gradients(model, [batch], config.label_smoothing, PAD) / batch.n_tokens
+    optimizer.step()
+    scheduler.step()
+    assert math.isfinite(loss) and 5 < loss < 15  # about ln(37000) = 10.5 at initialization
+    assert not torch.equal(before, model.encoder.layers[0].feed_forward.w_1.weight)
+    assert scheduler.get_last_lr()[0] == pytest.approx(config.d_model**-0.5 * 2 * 4000**-1.5)
+
+
+def _cli(text_corpus, out_dir, *extra):
+    return [
+        "--corpus", "text", "--data-dir", str(text_corpus), "--out-dir", str(out_dir), "--vocab-size", "80",
+        "--n-layers", "1", "--d-model", "32", "--d-ff", "64", "--n-heads", "2", "--batch-tokens", "300",
+        "--warmup", "10", "--valid-every", "1000", "--log-every", "1", "--save-every", "4",
+        "--save-every-minutes", "60", "--max-minutes", "0", "--no-progress", *extra,
+    ]
+
+
+def _losses(out_dir: Path) -> dict[int, float]:
+    losses = {}
+    for line in (out_dir / "metrics.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        if "loss" in record:
+            losses[record["step"]] = record["loss"]  # a resumed run overwrites the steps it repeats
+    return losses
+
+
+def test_killed_run_resumes_on_the_same_trajectory(text_corpus, tmp_path):
+    steps = ["--max-steps", "24"]
+    assert train.main(_cli(text_corpus, tmp_path / "whole", *steps)) == 0
+    reference = _losses(tmp_path / "whole")
+    assert sorted(reference) == list(range(1, 25))
+
+    killed = tmp_path / "killed"
+    command = [sys.executable, "-m", "annotated_transformer.train", *_cli(text_corpus, killed, *steps)]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    while not list((killed / "checkpoints").glob("step-0000008.pt")) and time.time() < deadline:
+        time.sleep(0.05)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    interrupted_at = max(_losses(killed))
+    assert 8 <= interrupted_at < 24, "the run was not killed in the middle"
+
+    assert train.main(_cli(text_corpus, killed, *steps)) == 0  # the same command again
+    resumed = _losses(killed)
+    assert sorted(resumed) == list(range(1, 25))
+    for step in range(1, 25):
+        assert resumed[step] == pytest.approx(reference[step], rel=1e-6, abs=1e-7), step
+    assert json.loads((killed / "results.json").read_text())["updates"] == 24
+
+
+def test_truncated_checkpoint_gives_a_clear_error(text_corpus, tmp_path, capsys):
+    assert train.main(_cli(text_corpus, tmp_path, "--max-steps", "4")) == 0
+    latest = run.checkpoints(tmp_path)[-1]
+    latest.write_bytes(latest.read_bytes()[:1000])
+    capsys.readouterr()
+    assert train.main(_cli(text_corpus, tmp_path, "--max-steps", "8")) == 2
+    err = capsys.readouterr().err
+    assert "step-0000004.pt is truncated or corrupt" in err and "Traceback" not in err
+
+
+def test_resuming_with_other_settings_is_refused(text_corpus, tmp_path, capsys):
+    assert train.main(_cli(text_corpus, tmp_path, "--max-steps", "2")) == 0
+    assert train.main(_cli(text_corpus, tmp_path, "--max-steps", "4", "--d-model", "64", "--n-heads", "4")) == 2
+    assert "different settings (model.d_model, model.n_heads)" in capsys.readouterr().err
+
+
+def test_sigint_saves_before_exiting(text_corpus, tmp_path):
+    options = _cli(text_corpus, tmp_path, "--max-steps", "100000", "--save-every", "100000")
+    command = [sys.executable, "-m", "annotated_transformer.train", *options]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.time() + 120
+    while not (tmp_path / "metrics.jsonl").is_file() and time.time() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)
+    process.send_signal(signal.SIGINT)
+    output, _ = process.communicate(timeout=120)
+    assert process.returncode == 130, output
+    assert "interrupted: saved update" in output
+    saved = run.checkpoints(tmp_path)
+    assert len(saved) == 1 and run.load_checkpoint(saved[0])["step"] >= 1
+
+
+def test_two_processes_match_one_process_with_the_same_global_batch(text_corpus, tmp_path):
+    common = ["--dropout", "0", "--max-steps", "3", "--save-every", "3"]
+    single = _cli(text_corpus, tmp_path / "one", *common, "--accumulate", "2")
+    assert train.main(single) == 0
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+                "-m", "annotated_transformer.train", *_cli(text_corpus, tmp_path / "two", *common)]
+    result = subprocess.run(torchrun, capture_output=True, text=True, env=env, timeout=300)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    one = run.load_checkpoint(run.checkpoints(tmp_path / "one")[-1])
+    two = run.load_checkpoint(run.checkpoints(tmp_path / "two")[-1])
+    assert one["step"] == two["step"] == 3
+    assert json.loads((tmp_path / "two" / "config.json").read_text())["world_size"] == 2
+    for name, value in one["model"].items():
+        if name.endswith("w_k.bias"):
+            # The key bias adds the same amount to every score of a query, which the softmax ignores: its
+            # true gradient is zero, and Adam turns the rounding noise it gets into full-size steps.
+            continue
+        torch.testing.assert_close(two["model"][name], value, rtol=1e-4, atol=1e-6, msg=name)
+    initial = make_model(TINY)  # the parameters did move: the comparison is not between two untouched models
+    assert not torch.allclose(one["model"]["encoder.layers.0.feed_forward.w_1.weight"],
+                              initial.state_dict()["encoder.layers.0.feed_forward.w_1.weight"])
+
+
+def test_command_line_lists_valid_options_for_a_typo(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        train.main(["--d-modle", "512"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "unrecognized arguments: --d-modle" in err and "--d-model" in err and "--batch-tokens" in err
+
+
+def test_help_documents_every_setting(capsys):
+    with pytest.raises(SystemExit):
+        train.main(["--help"])
+    out = capsys.readouterr().out
+    for field in [*TransformerConfig.__dataclass_fields__, *run.RunConfig.__dataclass_fields__]:
+        assert f"--{field.replace('_', '-')}" in out
+    assert "label smoothing" in out.lower() or "ε_ls" in out
