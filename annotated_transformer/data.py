@@ -108,6 +108,27 @@ def _download(url: str, target: Path) -> None:
     tmp.replace(target)
 
 
+def _fetch_sacrebleu(test_set: str, src: str, tgt: str, cache_root: Path) -> None:
+    """Let sacreBLEU download a test set into its cache layout under ``cache_root``."""
+    import subprocess
+    import sys
+
+    env = {**os.environ, "SACREBLEU": str(cache_root)}
+    for side in ("src", "ref"):
+        subprocess.run([sys.executable, "-m", "sacrebleu", "-t", test_set, "-l", f"{src}-{tgt}", "--echo", side],
+                       env=env, check=True, capture_output=True, timeout=600)
+
+
+def _fetch_hf_wmt14(config: str, folder: Path) -> None:
+    """Download WMT14 training data with Hugging Face ``datasets`` and store it as Parquet in ``folder``."""
+    try:
+        import datasets
+    except ImportError as error:
+        raise OSError("the 'datasets' package is not installed (pip install datasets)") from error
+    folder.mkdir(parents=True, exist_ok=True)
+    datasets.load_dataset("wmt/wmt14", config, split="train").to_parquet(str(folder / "train-00000-of-00001.parquet"))
+
+
 def load_multi30k(split: str, src: str, tgt: str, data_dir: Path) -> list[tuple[str, str]]:
     name = MULTI30K_SPLITS[split]
     files = [data_dir / "multi30k" / f"{name}.{lang}.gz" for lang in (src, tgt)]
@@ -129,13 +150,17 @@ def load_wmt14(split: str, src: str, tgt: str, data_dir: Path) -> list[tuple[str
     other = pair.split("-")[1]
     root = data_dir / "wmt14"
     if split == "train":
-        parquet = sorted((root / f"{other}-en").glob("train-*.parquet"))
-        if parquet:
-            return read_parquet_pairs(parquet, src, tgt)
-        raise DataError(
-            f"no WMT14 training data under {root / f'{other}-en'}: download the Parquet files of the "
-            f"Hugging Face dataset wmt/wmt14 (configuration {other}-en, split train) into that folder"
-        )
+        folder = root / f"{other}-en"
+        if not sorted(folder.glob("train-*.parquet")):
+            try:
+                _fetch_hf_wmt14(f"{other}-en", folder)
+            except Exception as error:  # no network, no package, or a hub error
+                raise DataError(
+                    f"no WMT14 training data under {folder} and it could not be downloaded ({error}). Put the "
+                    f"Parquet files of the Hugging Face dataset wmt/wmt14 (configuration {other}-en, split "
+                    "train) into that folder"
+                ) from None
+        return read_parquet_pairs(sorted(folder.glob("train-*.parquet")), src, tgt)
     if split == "sample":  # 10,000 Moses-tokenized EN-DE pairs, for trying the pipeline offline
         if {src, tgt} != {"en", "de"}:
             raise DataError("the WMT14 training sample exists for en-de only")
@@ -150,17 +175,22 @@ def load_wmt14(split: str, src: str, tgt: str, data_dir: Path) -> list[tuple[str
     sgm = root / "newstest2014-sgm"
     sgm_prefix = f"newstest2014-{other}en"
     plain_name = name if split == "dev" else f"{name}-{other}en"
-    found = _first_existing([
+    candidates = [
         (cache / f"{stem}.{src}-{tgt}.src", cache / f"{stem}.{src}-{tgt}.ref"),
         (sgm / f"{sgm_prefix}-src.{src}.sgm", sgm / f"{sgm_prefix}-ref.{tgt}.sgm") if split == "test" else (),
         (root / "plain" / f"{plain_name}.{src}.gz", root / "plain" / f"{plain_name}.{tgt}.gz"),
-    ])
+    ]
+    found = _first_existing(candidates)
     if found is None:
-        raise DataError(
-            f"{name} ({src}-{tgt}) not found under {root}. With internet access run "
-            f"`SACREBLEU={root / 'sacrebleu-cache'} sacrebleu -t {test_set} -l {src}-{tgt} --echo src > /dev/null` "
-            f"(and --echo ref), which fills {cache}"
-        )
+        try:
+            _fetch_sacrebleu(test_set, src, tgt, root / "sacrebleu-cache")
+            found = _first_existing(candidates[:1])
+        except Exception as error:  # no network, or sacreBLEU refused
+            raise DataError(
+                f"{name} ({src}-{tgt}) not found under {root} and sacreBLEU could not download it ({error}). With "
+                f"internet access run `SACREBLEU={root / 'sacrebleu-cache'} sacrebleu -t {test_set} -l {src}-{tgt} "
+                f"--echo src > /dev/null` (and --echo ref), which fills {cache}"
+            ) from None
     if found[0].suffix == ".sgm":
         src_lines, tgt_lines = read_sgml(found[0]), read_sgml(found[1])
         if len(src_lines) != len(tgt_lines):

@@ -176,8 +176,8 @@ def validation_loss(model, pairs, batch_tokens: int, device) -> float:
     total, tokens = 0.0, 0
     for indices in batches:
         batch = data.collate(pairs, indices).to(device)
-        log_probs = model.generator(model(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask))
-        total += sequence_loss(log_probs, batch.tgt_out, data.PAD, 0.0, reduction="sum").item()
+        logits = model.generator.proj(model(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask))
+        total += sequence_loss(logits, batch.tgt_out, data.PAD, 0.0, reduction="sum").item()
         tokens += batch.n_tokens
     model.train()
     return total / max(tokens, 1)

@@ -51,13 +51,14 @@ def make_optimizer(model: torch.nn.Module, d_model: int, warmup: int, factor: fl
     return optimizer, scheduler
 
 
-def sequence_loss(log_probs: torch.Tensor, target: torch.Tensor, pad: int, label_smoothing: float,
+def sequence_loss(scores: torch.Tensor, target: torch.Tensor, pad: int, label_smoothing: float,
                   reduction: str = "mean"):
     """Label-smoothed cross-entropy over non-padding target tokens (mean, or sum with ``reduction="sum"``).
 
-    log_probs: (batch, tgt_len, vocab) from the generator; target: (batch, tgt_len).
+    scores: (batch, tgt_len, vocab) log-probabilities from the generator, or the logits before its
+    log-softmax (the loss normalizes them itself, so both give the same value); target: (batch, tgt_len).
     """
-    return F.cross_entropy(log_probs.flatten(0, 1).float(), target.flatten(), ignore_index=pad,
+    return F.cross_entropy(scores.flatten(0, 1).float(), target.flatten(), ignore_index=pad,
                            label_smoothing=label_smoothing, reduction=reduction)
 
 
@@ -79,8 +80,10 @@ def accumulate_gradients(model, micro_batches, label_smoothing: float, pad: int,
         last = i == len(micro_batches) - 1
         sync = contextlib.nullcontext() if last or no_sync is None else no_sync()
         with sync, (autocast or contextlib.nullcontext)():
-            log_probs = generator(model(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask))
-            loss = sequence_loss(log_probs, batch.tgt_out, pad, label_smoothing, reduction="sum")
+            # Logits, not the generator's log-softmax: the loss applies its own, so one (tokens × vocab)
+            # normalization, the largest tensor of a step, is skipped in both passes.
+            logits = generator.proj(model(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask))
+            loss = sequence_loss(logits, batch.tgt_out, pad, label_smoothing, reduction="sum")
         with sync:
             (loss * world_size / total).backward()
         summed += loss.item()

@@ -86,10 +86,11 @@ def test_parquet_without_translation_column_is_refused(tmp_path):
 
 
 def test_missing_corpus_offline_says_what_to_fetch(tmp_path, monkeypatch):
-    def offline(url, target):
+    def offline(*args):
         raise OSError("network unreachable")
 
-    monkeypatch.setattr(data, "_download", offline)
+    for fetcher in ("_download", "_fetch_sacrebleu", "_fetch_hf_wmt14"):  # tests never touch the network
+        monkeypatch.setattr(data, fetcher, offline)
     with pytest.raises(DataError, match=r"multi30k/dataset.*train\.en\.gz.*put it in"):
         load_pairs("multi30k", "train", "en", "de", tmp_path)
     with pytest.raises(DataError, match="sacrebleu -t wmt14/full -l en-de"):
