@@ -5,6 +5,16 @@
 from dataclasses import asdict, dataclass, fields, replace
 
 
+def checked_replace(config, **changes):
+    """A copy of a dataclass config with some fields changed; unknown names are rejected, valid ones listed."""
+    valid = [f.name for f in fields(config)]
+    unknown = sorted(set(changes) - set(valid))
+    if unknown:
+        raise ValueError(f"unknown field(s) {', '.join(unknown)} for {type(config).__name__}; "
+                         f"valid fields: {', '.join(valid)}")
+    return replace(config, **changes)
+
+
 @dataclass(frozen=True)
 class TransformerConfig:
     """Every knob of Table 3, plus the vocabulary, the norm placement and optional extras."""
@@ -52,12 +62,7 @@ class TransformerConfig:
         return self.d_k or self.d_model // self.n_heads, self.d_v or self.d_model // self.n_heads
 
     def replace(self, **changes) -> "TransformerConfig":
-        """A copy with some fields changed; unknown names are rejected with the valid ones listed."""
-        valid = [f.name for f in fields(self)]
-        unknown = sorted(set(changes) - set(valid))
-        if unknown:
-            raise ValueError(f"unknown config field(s) {', '.join(unknown)}; valid fields: {', '.join(valid)}")
-        return replace(self, **changes)
+        return checked_replace(self, **changes)
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -8,7 +8,7 @@ import os
 import signal
 import time
 import zipfile
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
@@ -17,7 +17,7 @@ from tqdm import tqdm
 
 from annotated_transformer import data
 from annotated_transformer.config import PRESETS as MODEL_PRESETS
-from annotated_transformer.config import TransformerConfig
+from annotated_transformer.config import TransformerConfig, checked_replace
 from annotated_transformer.decoding import greedy_decode, strip_special
 from annotated_transformer.model import count_parameters, make_model
 from annotated_transformer.training import accumulate_gradients, make_optimizer, sequence_loss
@@ -54,15 +54,11 @@ class RunConfig:
     eval_batch_tokens: int = 6000  # source tokens per batch when translating the test set
 
     def replace(self, **changes) -> "RunConfig":
-        valid = [f.name for f in fields(self)]
-        unknown = sorted(set(changes) - set(valid))
-        if unknown:
-            raise ValueError(f"unknown run field(s) {', '.join(unknown)}; valid fields: {', '.join(valid)}")
-        return replace(self, **changes)
+        return checked_replace(self, **changes)
 
 
 MULTI30K_MODEL = TransformerConfig(vocab_size=8000, n_layers=3, d_model=256, d_ff=1024, n_heads=4)
-MULTI30K_RUN = RunConfig(batch_tokens=3000, warmup=800, lr_factor=1.5, max_steps=20_000, max_minutes=27.0,
+MULTI30K_RUN = RunConfig(batch_tokens=2500, warmup=400, lr_factor=0.5, max_steps=20_000, max_minutes=27.0,
                          valid_every=200, save_every=200, save_every_minutes=3.0, keep_checkpoints=5)
 PAPER_RUN = RunConfig(corpus="wmt14", valid_split="dev", max_sentence_tokens=256, batch_tokens=25000, warmup=4000,
                       max_steps=100_000, valid_every=1000, save_every=1000, save_every_minutes=10.0,
@@ -212,7 +208,7 @@ def train(model_config: TransformerConfig, run: RunConfig, progress: bool = True
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])
         step, epoch, position = state["step"], state["epoch"], state["position"]
-        torch.set_rng_state(state["rng"][rank] if rank < len(state["rng"]) else state["rng"][0])
+        _set_rng_state(state["rng"][rank] if rank < len(state["rng"]) else state["rng"][0])
         say(f"resumed from {existing[-1]} at update {step}")
     ddp = torch.nn.parallel.DistributedDataParallel(model) if world > 1 else model
     autocast = (lambda: torch.autocast("cuda", dtype=torch.bfloat16)) if on_gpu and run.bf16 else None
@@ -228,11 +224,10 @@ def train(model_config: TransformerConfig, run: RunConfig, progress: bool = True
 
     def save(reason: str):
         if rank == 0:
-            rng = [torch.get_rng_state()]
+            rng = [_rng_state(on_gpu)]
             if dist.is_initialized():
-                gathered = [None] * world
-                dist.all_gather_object(gathered, torch.get_rng_state())
-                rng = gathered
+                rng = [None] * world
+                dist.all_gather_object(rng, _rng_state(on_gpu))
             path = out_dir / "checkpoints" / f"step-{step:07d}.pt"
             save_checkpoint(path, {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
                                    "scheduler": scheduler.state_dict(), "step": step, "epoch": epoch,
@@ -241,7 +236,7 @@ def train(model_config: TransformerConfig, run: RunConfig, progress: bool = True
                 old.unlink()
             log.write(step=step, event="checkpoint", path=str(path), reason=reason)
         elif dist.is_initialized():
-            dist.all_gather_object([None] * world, torch.get_rng_state())
+            dist.all_gather_object([None] * world, _rng_state(on_gpu))
         saved["step"] = step
 
     model.train()
@@ -274,8 +269,9 @@ def train(model_config: TransformerConfig, run: RunConfig, progress: bool = True
                               tokens_per_s=tokens_seen / elapsed, padding=sum(padding) / len(padding),
                               minutes=elapsed / 60)
                 log.write(**record)
+                time_left = {"min_left": f"{run.max_minutes - elapsed / 60:.1f}"} if run.max_minutes else {}
                 bar.set_postfix(loss=f"{record['loss']:.3f}", lr=f"{record['lr']:.2e}",
-                                tok_s=f"{record['tokens_per_s']:,.0f}")
+                                tok_s=f"{record['tokens_per_s']:,.0f}", **time_left)
                 padding = []
             if step % run.valid_every == 0 and rank == 0:
                 nll = validation_loss(model, valid_pairs, run.batch_tokens, device)
@@ -299,6 +295,17 @@ def train(model_config: TransformerConfig, run: RunConfig, progress: bool = True
         say(f"interrupted: saved update {step}; run the same command again to continue")
     return {"model": model, "sp": sp, "step": step, "interrupted": stop["signal"], "device": device,
             "rank": rank, "minutes": (time.time() - start) / 60}
+
+
+def _rng_state(on_gpu: bool) -> dict:
+    """The generators dropout draws from: the CPU one, and this process's GPU one when training there."""
+    return {"cpu": torch.get_rng_state(), "cuda": torch.cuda.get_rng_state() if on_gpu else None}
+
+
+def _set_rng_state(state: dict) -> None:
+    torch.set_rng_state(state["cpu"])
+    if state["cuda"] is not None and torch.cuda.is_available():
+        torch.cuda.set_rng_state(state["cuda"])
 
 
 def _check_same_run(path: Path, settings: dict, rank: int) -> None:

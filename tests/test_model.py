@@ -115,7 +115,7 @@ def test_presets_cover_every_table_3_row():
 @pytest.mark.parametrize(
     "changes, message",
     [
-        (dict(dropuot=0.2), "unknown config field"),
+        (dict(dropuot=0.2), "unknown field"),
         (dict(n_heads=7), "not divisible"),
         (dict(dropout=1.5), "dropout must be in"),
         (dict(positional="rotary"), "positional must be"),
