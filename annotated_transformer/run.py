@@ -53,6 +53,14 @@ class RunConfig:
     out_dir: str = "runs/multi30k-en-de"
     eval_batch_tokens: int = 6000  # source tokens per batch when translating the test set
 
+    def __post_init__(self):
+        for name in ("batch_tokens", "accumulate", "warmup", "max_steps", "valid_every", "save_every",
+                     "keep_checkpoints", "log_every", "eval_batch_tokens", "max_sentence_tokens"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
+                raise ValueError(f"{name} must be a positive integer, got {getattr(self, name)!r}")
+        if self.lr_factor <= 0 or self.max_minutes < 0 or self.save_every_minutes <= 0:
+            raise ValueError("lr_factor and save_every_minutes must be positive, max_minutes at least 0")
+
     def replace(self, **changes) -> "RunConfig":
         return checked_replace(self, **changes)
 

@@ -90,15 +90,13 @@ def test_command_line_help_and_errors(capsys):
         train.main(["--help"])
     assert exit_info.value.code == 0
     help_text = capsys.readouterr().out
-    for option in ("--task", "--steps", "--batch-size", "--warmup", "--seed", "--device"):
+    for option in ("--task", "--max-steps", "--batch-tokens", "--warmup", "--seed", "--device"):
         assert option in help_text
-    with pytest.raises(SystemExit) as exit_info:
-        train.main(["--steps", "0"])
-    assert exit_info.value.code == 2
-    assert "--steps must be at least 1" in capsys.readouterr().err
+    assert train.main(["--task", "copy", "--max-steps", "0"]) == 2
+    assert "max_steps must be a positive integer, got 0" in capsys.readouterr().err
 
 
 def test_command_line_trains_and_reports(capsys):
-    assert train.main(["--steps", "5", "--eval-size", "10", "--no-progress"]) == 0
+    assert train.main(["--task", "copy", "--max-steps", "5", "--no-progress"]) == 0
     out = capsys.readouterr().out
     assert "trained 5 updates" in out and "held-out exact match" in out
