@@ -299,15 +299,18 @@ class TokenBatches:
         return batches[self.rank : usable : self.world_size]
 
 
+def pad_rows(rows: Sequence[list[int]]) -> torch.Tensor:
+    """(len(rows), longest) tensor of token ids, right-padded with PAD."""
+    out = torch.full((len(rows), max(map(len, rows))), PAD, dtype=torch.long)
+    for i, row in enumerate(rows):
+        out[i, : len(row)] = torch.tensor(row)
+    return out
+
+
 def collate(pairs: Sequence[tuple[list[int], list[int]]], indices: Sequence[int]):
     """A Batch: sources end with <eos>; targets are <bos> y <eos>; both padded with PAD."""
     from annotated_transformer.training import Batch
 
-    src = [pairs[i][0] + [EOS] for i in indices]
-    tgt = [[BOS] + pairs[i][1] + [EOS] for i in indices]
-    src_t = torch.full((len(src), max(map(len, src))), PAD, dtype=torch.long)
-    tgt_t = torch.full((len(tgt), max(map(len, tgt))), PAD, dtype=torch.long)
-    for row, (s, t) in enumerate(zip(src, tgt)):
-        src_t[row, : len(s)] = torch.tensor(s)
-        tgt_t[row, : len(t)] = torch.tensor(t)
-    return Batch.from_tensors(src_t, tgt_t, pad=PAD)
+    src = pad_rows([pairs[i][0] + [EOS] for i in indices])
+    tgt = pad_rows([[BOS] + pairs[i][1] + [EOS] for i in indices])
+    return Batch.from_tensors(src, tgt, pad=PAD)

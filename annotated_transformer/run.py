@@ -7,7 +7,6 @@ import math
 import os
 import signal
 import time
-import zipfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -96,7 +95,7 @@ def save_checkpoint(path: Path, state: dict) -> None:
 def load_checkpoint(path: Path) -> dict:
     try:
         return torch.load(path, map_location="cpu", weights_only=True)
-    except (RuntimeError, EOFError, OSError, ValueError, zipfile.BadZipFile, Exception) as error:
+    except Exception as error:  # truncated zip, bad pickle, missing file: torch raises many kinds
         raise CheckpointError(
             f"{path} is truncated or corrupt and cannot be loaded ({type(error).__name__}: {str(error)[:200]}). "
             "Delete it to resume from the previous checkpoint in the same folder."
@@ -106,6 +105,11 @@ def load_checkpoint(path: Path) -> dict:
 def checkpoints(out_dir: Path) -> list[Path]:
     """Checkpoints of a run, oldest first."""
     return sorted((Path(out_dir) / "checkpoints").glob("step-*.pt"))
+
+
+def resolve_device(name: str) -> str:
+    """``auto`` means the GPU when there is one, else the CPU."""
+    return name if name != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
 
 
 def _setup_distributed(device: str):
@@ -189,8 +193,7 @@ def validation_loss(model, pairs, batch_tokens: int, device) -> float:
 
 def train(model_config: TransformerConfig, run: RunConfig, progress: bool = True) -> dict:
     """Train (or resume) the run in ``run.out_dir``; return a summary. Safe to call again after a crash."""
-    device = run.device if run.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
-    rank, world, device = _setup_distributed(device)
+    rank, world, device = _setup_distributed(resolve_device(run.device))
     on_gpu = device.startswith("cuda")
     say = print if rank == 0 else (lambda *a, **k: None)
     out_dir = Path(run.out_dir)
@@ -340,10 +343,7 @@ def translate(model, sp, sentences: list[str], device="cpu", batch_tokens: int =
     batches = data.TokenBatches(lengths, lengths, batch_tokens, shuffle=False).epoch(0)
     results = [""] * len(sentences)
     for indices in tqdm(batches, desc="translating", disable=not progress, leave=False):
-        src = torch.full((len(indices), max(lengths[i] for i in indices)), data.PAD, dtype=torch.long)
-        for row, i in enumerate(indices):
-            src[row, : lengths[i]] = torch.tensor(ids[i] + [data.EOS])
-        src = src.to(device)
+        src = data.pad_rows([ids[i] + [data.EOS] for i in indices]).to(device)
         out = greedy_decode(model, src, (src != data.PAD).unsqueeze(-2), max_len=src.size(1) + max_extra,
                             bos=data.BOS, eos=data.EOS, pad=data.PAD)
         for i, tokens in zip(indices, strip_special(out, data.EOS, data.PAD)):

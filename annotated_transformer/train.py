@@ -11,8 +11,6 @@ import sys
 import time
 from pathlib import Path
 
-import torch
-
 from annotated_transformer import data, run
 from annotated_transformer.config import TransformerConfig
 from annotated_transformer.copy_task import CopyTask, copy_accuracy, train_copy_task
@@ -113,9 +111,7 @@ def main(argv: list[str] | None = None) -> int:
         model_config, run_config = configs_from_args(args)
         if args.task == "copy":
             steps = args.max_steps or at_scale(smoke=100, laptop=1500)
-            device = run_config.device
-            if device == "auto":
-                device = "cuda" if torch.cuda.is_available() else "cpu"
+            device = run.resolve_device(run_config.device)
             task = CopyTask()
             model, losses = train_copy_task(task, steps=steps, seed=run_config.seed, device=device,
                                             progress=not args.no_progress)
