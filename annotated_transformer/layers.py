@@ -77,11 +77,14 @@ class DecoderLayer(nn.Module):
         self.feed_forward = feed_forward
         self.sublayers = clones(SublayerConnection(d_model, dropout, norm_first), 3)
 
-    def forward(self, x, memory, src_mask, tgt_mask):
+    def forward(self, x, memory, src_mask, tgt_mask, cache=None):
         # x: (batch, tgt_len, d_model); memory: (batch, src_len, d_model)
         # src_mask: (batch, 1, src_len); tgt_mask: (batch, tgt_len, tgt_len)
-        x = self.sublayers[0](x, lambda y: self.self_attn(y, y, y, tgt_mask))
-        x = self.sublayers[1](x, lambda y: self.src_attn(y, memory, memory, src_mask))
+        # cache: None, or this layer's (self-attention, encoder-decoder attention) caches when decoding
+        # one token at a time (the attention and decoding chapters)
+        self_cache, src_cache = cache if cache is not None else (None, None)
+        x = self.sublayers[0](x, lambda y: self.self_attn(y, y, y, tgt_mask, self_cache))
+        x = self.sublayers[1](x, lambda y: self.src_attn(y, memory, memory, src_mask, src_cache))
         return self.sublayers[2](x, self.feed_forward)
 
 
@@ -93,9 +96,9 @@ class Decoder(nn.Module):
         self.layers = clones(layer, n)
         self.norm = nn.LayerNorm(layer.d_model) if norm_first else nn.Identity()
 
-    def forward(self, x, memory, src_mask, tgt_mask):
-        for layer in self.layers:
-            x = layer(x, memory, src_mask, tgt_mask)
+    def forward(self, x, memory, src_mask, tgt_mask, cache=None):
+        for i, layer in enumerate(self.layers):
+            x = layer(x, memory, src_mask, tgt_mask, None if cache is None else cache[i])
         return self.norm(x)
 
 

@@ -26,9 +26,12 @@ class EncoderDecoder(nn.Module):
         # src: (batch, src_len) token ids -> memory z: (batch, src_len, d_model)
         return self.encoder(self.src_embed(src), src_mask)
 
-    def decode(self, memory, src_mask, tgt, tgt_mask):
+    def decode(self, memory, src_mask, tgt, tgt_mask, cache=None):
         # tgt: (batch, tgt_len) token ids -> (batch, tgt_len, d_model)
-        return self.decoder(self.tgt_embed(tgt), memory, src_mask, tgt_mask)
+        x = self.tgt_embed(tgt)
+        if cache is not None:  # incremental decoding: earlier positions live in the cache
+            x = x[:, -1:]  # (batch, 1, d_model): only the newest position is computed
+        return self.decoder(x, memory, src_mask, tgt_mask, cache)
 
 
 class Generator(nn.Module):

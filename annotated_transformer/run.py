@@ -17,7 +17,6 @@ from tqdm import tqdm
 from annotated_transformer import data
 from annotated_transformer.config import PRESETS as MODEL_PRESETS
 from annotated_transformer.config import TransformerConfig, checked_replace
-from annotated_transformer.decoding import greedy_decode, strip_special
 from annotated_transformer.model import count_parameters, make_model
 from annotated_transformer.training import accumulate_gradients, make_optimizer, sequence_loss
 
@@ -50,15 +49,19 @@ class RunConfig:
     device: str = "auto"  # auto: cuda if available, else cpu
     bf16: bool = True  # bf16 autocast on GPUs (CPUs always train in fp32)
     out_dir: str = "runs/multi30k-en-de"
-    eval_batch_tokens: int = 6000  # source tokens per batch when translating the test set
+    eval_batch_tokens: int = 6000  # source tokens (times the beam size) per batch when translating the test set
+    average: int = 1  # translate the test set with the mean weights of the last N checkpoints (§6.1)
+    beam_size: int = 4  # beam search on the test set after training (§6.1); 1 is greedy decoding
+    alpha: float = 0.6  # length penalty of that beam search (§6.1)
 
     def __post_init__(self):
         for name in ("batch_tokens", "accumulate", "warmup", "max_steps", "valid_every", "save_every",
-                     "keep_checkpoints", "log_every", "eval_batch_tokens", "max_sentence_tokens"):
+                     "keep_checkpoints", "log_every", "eval_batch_tokens", "max_sentence_tokens", "beam_size",
+                     "average"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
                 raise ValueError(f"{name} must be a positive integer, got {getattr(self, name)!r}")
-        if self.lr_factor <= 0 or self.max_minutes < 0 or self.save_every_minutes <= 0:
-            raise ValueError("lr_factor and save_every_minutes must be positive, max_minutes at least 0")
+        if self.lr_factor <= 0 or self.max_minutes < 0 or self.save_every_minutes <= 0 or self.alpha < 0:
+            raise ValueError("lr_factor and save_every_minutes must be positive, max_minutes and alpha at least 0")
 
     def replace(self, **changes) -> "RunConfig":
         return checked_replace(self, **changes)
@@ -66,15 +69,15 @@ class RunConfig:
 
 MULTI30K_MODEL = TransformerConfig(vocab_size=8000, n_layers=3, d_model=256, d_ff=1024, n_heads=4)
 MULTI30K_RUN = RunConfig(batch_tokens=2500, warmup=400, lr_factor=0.5, max_steps=20_000, max_minutes=27.0,
-                         valid_every=200, save_every=200, save_every_minutes=3.0, keep_checkpoints=5)
+                         valid_every=200, save_every=200, save_every_minutes=3.0, keep_checkpoints=5, average=5)
 PAPER_RUN = RunConfig(corpus="wmt14", valid_split="dev", max_sentence_tokens=256, batch_tokens=25000, warmup=4000,
                       max_steps=100_000, valid_every=1000, save_every=1000, save_every_minutes=10.0,
-                      out_dir="runs/wmt14-en-de-base")
+                      average=5, out_dir="runs/wmt14-en-de-base")
 
 RUN_PRESETS = {
     "multi30k": (MULTI30K_MODEL, MULTI30K_RUN),
     "base": (MODEL_PRESETS["base"], PAPER_RUN),
-    "big": (MODEL_PRESETS["big"], PAPER_RUN.replace(max_steps=300_000, keep_checkpoints=20,
+    "big": (MODEL_PRESETS["big"], PAPER_RUN.replace(max_steps=300_000, keep_checkpoints=20, average=20,
                                                     out_dir="runs/wmt14-en-de-big")),
     **{name: (cfg, PAPER_RUN.replace(out_dir=f"runs/wmt14-en-de-{name}"))
        for name, cfg in MODEL_PRESETS.items() if name not in ("base", "big")},
@@ -319,41 +322,19 @@ def _set_rng_state(state: dict) -> None:
         torch.cuda.set_rng_state(state["cuda"])
 
 
+# Settings that may change when a run resumes: they do not alter what was trained so far.
+AFTER_TRAINING = ("max_steps", "max_minutes", "eval_batch_tokens", "average", "beam_size", "alpha")
+
+
 def _check_same_run(path: Path, settings: dict, rank: int) -> None:
     """Refuse to resume a run folder with a different configuration (which would mix two runs)."""
     if path.is_file():
         saved = json.loads(path.read_text())
         differs = [f"{part}.{k}" for part in ("model", "run") for k in settings[part]
-                   if saved.get(part, {}).get(k) != settings[part][k] and k not in ("max_steps", "max_minutes")]
+                   if saved.get(part, {}).get(k) != settings[part][k] and k not in AFTER_TRAINING]
         if differs:
             raise ValueError(f"{path.parent} holds a run with different settings ({', '.join(differs)}); "
                              "use another --out-dir, or delete the folder to start over")
     elif rank == 0:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(settings, indent=2))
-
-
-@torch.no_grad()
-def translate(model, sp, sentences: list[str], device="cpu", batch_tokens: int = 6000, max_extra: int = 50,
-              progress: bool = False) -> list[str]:
-    """Greedy translations of ``sentences``, batched by length, detokenized."""
-    model.eval()
-    ids = sp.encode(sentences)
-    lengths = [len(x) + 1 for x in ids]
-    batches = data.TokenBatches(lengths, lengths, batch_tokens, shuffle=False).epoch(0)
-    results = [""] * len(sentences)
-    for indices in tqdm(batches, desc="translating", disable=not progress, leave=False):
-        src = data.pad_rows([ids[i] + [data.EOS] for i in indices]).to(device)
-        out = greedy_decode(model, src, (src != data.PAD).unsqueeze(-2), max_len=src.size(1) + max_extra,
-                            bos=data.BOS, eos=data.EOS, pad=data.PAD)
-        for i, tokens in zip(indices, strip_special(out, data.EOS, data.PAD)):
-            results[i] = sp.decode(tokens)
-    return results
-
-
-def score_bleu(hypotheses: list[str], references: list[str]):
-    """sacreBLEU on detokenized text: (score object, signature)."""
-    from sacrebleu.metrics import BLEU
-
-    metric = BLEU()
-    return metric.corpus_score(hypotheses, [references]), metric.get_signature()

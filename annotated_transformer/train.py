@@ -8,13 +8,14 @@ import inspect
 import json
 import re
 import sys
-import time
 from pathlib import Path
 
 from annotated_transformer import data, run
 from annotated_transformer.config import TransformerConfig
 from annotated_transformer.copy_task import CopyTask, copy_accuracy, train_copy_task
+from annotated_transformer.evaluate import evaluate
 from annotated_transformer.scale import at_scale
+from annotated_transformer.translate import average_checkpoints
 
 DEFAULT_PRESET = "multi30k"
 
@@ -84,23 +85,28 @@ def configs_from_args(args) -> tuple[TransformerConfig, run.RunConfig]:
     return model_config, run_config
 
 
-def translate_and_score(result: dict, model_config, run_config, progress: bool) -> dict:
+def translate_and_score(result: dict, run_config, progress: bool) -> dict:
     """Translate the test split with the trained model, print and save sacreBLEU with its signature."""
     test = data.load_pairs(run_config.corpus, run_config.test_split, run_config.src_lang, run_config.tgt_lang,
                            Path(run_config.data_dir) if run_config.data_dir else None)
-    start = time.time()
-    hypotheses = run.translate(result["model"], result["sp"], [s for s, _ in test], result["device"],
-                               run_config.eval_batch_tokens, progress=progress)
-    score, signature = run.score_bleu(hypotheses, [t for _, t in test])
+    averaged = run.checkpoints(Path(run_config.out_dir))[-run_config.average :]
+    if len(averaged) > 1:  # the paper's checkpoint averaging (§6.1); training is over, so the weights can go
+        result["model"].load_state_dict(average_checkpoints(averaged))
+    hypotheses, summary, scores = evaluate(result["model"], result["sp"], test, run_config.tgt_lang, result["device"],
+                                           run_config.beam_size, run_config.alpha,
+                                           batch_tokens=run_config.eval_batch_tokens, progress=progress)
     out_dir = Path(run_config.out_dir)
-    (out_dir / f"{run_config.test_split}.hyp").write_text("\n".join(hypotheses) + "\n", encoding="utf-8")
-    summary = {"split": run_config.test_split, "bleu": round(score.score, 2), "signature": str(signature),
-               "decoding": "greedy", "updates": result["step"], "train_minutes": round(result["minutes"], 1),
-               "translate_seconds": round(time.time() - start, 1)}
+    (out_dir / f"{run_config.test_split}.hyp").write_text("".join(h + "\n" for h in hypotheses), encoding="utf-8")
+    summary = {"split": run_config.test_split, "checkpoints": [p.name for p in averaged], **summary,
+               "updates": result["step"],
+               "train_minutes": round(result["minutes"], 1)}
     (out_dir / "results.json").write_text(json.dumps(summary, indent=2) + "\n")
+    k = run_config.beam_size
+    decoding = ("greedy decoding" if k == 1 else f"beam {k}, alpha {run_config.alpha}") + (
+        f", average of the last {len(averaged)} checkpoints" if len(averaged) > 1 else "")
     print(f"{run_config.corpus} {run_config.test_split} {run_config.src_lang}->{run_config.tgt_lang} "
-          f"(greedy decoding, {len(test)} sentences): {score}")
-    print(f"signature: {signature}")
+          f"({decoding}, {len(test)} sentences): {scores['bleu']}")
+    print(f"signature: {summary['bleu_signature']}")
     return summary
 
 
@@ -121,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         result = run.train(model_config, run_config, progress=not args.no_progress)
         if result["rank"] == 0 and not result["interrupted"]:
-            translate_and_score(result, model_config, run_config, progress=not args.no_progress)
+            translate_and_score(result, run_config, progress=not args.no_progress)
         return 130 if result["interrupted"] else 0
     except (data.DataError, run.CheckpointError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)

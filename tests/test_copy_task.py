@@ -53,7 +53,7 @@ class _Scripted(torch.nn.Module):
     def encode(self, src, src_mask):
         return src
 
-    def decode(self, memory, src_mask, ys, tgt_mask):
+    def decode(self, memory, src_mask, ys, tgt_mask, cache=None):
         return ys
 
     def generator(self, last):  # last: the last token column, (batch,)
@@ -70,7 +70,7 @@ class _Scripted(torch.nn.Module):
 def test_greedy_decoding_stops_at_end_of_sentence_per_row():
     model = _Scripted([[5, EOS, 7, 7, 7], [6, 6, 6, EOS, 7]])
     src = torch.zeros(2, 3, dtype=torch.long)
-    out = greedy_decode(model, src, None, max_len=10, bos=BOS, eos=EOS, pad=PAD)
+    out = greedy_decode(model, src, None, max_len=10, bos=BOS, eos=EOS, pad=PAD, incremental=False)
     assert out.tolist() == [[5, EOS, PAD, PAD], [6, 6, 6, EOS]]  # stops as soon as both ended
     assert strip_special(out, EOS, PAD) == [[5], [6, 6, 6]]
 

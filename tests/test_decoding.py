@@ -1,0 +1,153 @@
+"""Greedy decoding, beam search and the key/value cache, against brute force and plain forward passes."""
+
+import itertools
+import math
+
+import pytest
+import torch
+
+from annotated_transformer.config import TransformerConfig
+from annotated_transformer.decoding import (
+    beam_search,
+    greedy_decode,
+    length_penalty,
+    next_log_probs,
+    strip_special,
+)
+from annotated_transformer.layers import subsequent_mask
+from annotated_transformer.model import make_model
+
+PAD, BOS, EOS = 0, 1, 2
+
+
+def _model(vocab: int, seed: int, norm_first: bool = False, eos_bias: float = 0.0):
+    """A small random model; ``eos_bias`` scales up the <eos> embedding so that outputs end at varied lengths."""
+    torch.manual_seed(seed)
+    config = TransformerConfig(vocab_size=vocab, n_layers=2, d_model=32, d_ff=64, n_heads=4, dropout=0.0,
+                               norm_first=norm_first)
+    model = make_model(config).eval()
+    if eos_bias:
+        with torch.no_grad():
+            model.generator.proj.weight[EOS] *= eos_bias
+    return model
+
+
+def _sources(vocab: int, lengths: list[int], seed: int):
+    """A padded batch of random sources (each ends with <eos>) and its mask."""
+    g = torch.Generator().manual_seed(seed)
+    rows = [torch.randint(3, vocab, (n - 1,), generator=g).tolist() + [EOS] for n in lengths]
+    src = torch.full((len(rows), max(lengths)), PAD)
+    for i, row in enumerate(rows):
+        src[i, : len(row)] = torch.tensor(row)
+    return src, (src != PAD).unsqueeze(-2)
+
+
+def _sequence_log_prob(model, src, tokens: list[int]) -> float:
+    """log P(tokens | src) from one teacher-forced forward pass over the whole sequence."""
+    src_mask = (src != PAD).unsqueeze(-2)
+    tgt = torch.tensor([[BOS] + tokens[:-1]])
+    with torch.no_grad():
+        log_probs = model.generator(model(src, tgt, src_mask, subsequent_mask(tgt.size(1))))[0]
+    return sum(log_probs[i, t].item() for i, t in enumerate(tokens))
+
+
+def test_beam_of_one_is_greedy_decoding():
+    ended_early = 0
+    for seed in range(4):
+        model = _model(vocab=12, seed=seed, eos_bias=2.0)
+        src, src_mask = _sources(12, [5, 3, 7, 4, 6], seed)
+        limits = src_mask.sum(dim=(1, 2)) + 4
+        greedy = strip_special(greedy_decode(model, src, src_mask, limits, BOS, EOS, PAD), EOS, PAD)
+        for alpha in (0.0, 0.6, 1.5):
+            beam = beam_search(model, src, src_mask, 1, alpha, limits, BOS, EOS, PAD)
+            assert [[t for t in hyps[0].tokens if t != EOS] for hyps in beam] == greedy
+        ended_early += sum(len(g) < limit for g, limit in zip(greedy, limits.tolist()))
+    assert ended_early >= 5, "too few outputs ended with <eos> for the comparison to mean much"
+
+
+@pytest.mark.parametrize("beam_size", [1, 4])
+def test_batched_decoding_equals_one_sentence_at_a_time(beam_size):
+    model = _model(vocab=12, seed=1, eos_bias=2.0)
+    src, src_mask = _sources(12, [6, 2, 9, 4], seed=3)  # padded to 9: padding must not change anything
+    limits = src_mask.sum(dim=(1, 2)) + 5
+    batched = beam_search(model, src, src_mask, beam_size, 0.6, limits, BOS, EOS, PAD, n_best=beam_size)
+    batched_greedy = strip_special(greedy_decode(model, src, src_mask, limits, BOS, EOS, PAD), EOS, PAD)
+    for i in range(src.size(0)):
+        n = int(limits[i]) - 5
+        alone_src, alone_mask = src[i : i + 1, :n], src_mask[i : i + 1, :, :n]
+        alone = beam_search(model, alone_src, alone_mask, beam_size, 0.6, n + 5, BOS, EOS, PAD, n_best=beam_size)[0]
+        assert [h.tokens for h in alone] == [h.tokens for h in batched[i]]
+        assert [h.score for h in alone] == pytest.approx([h.score for h in batched[i]], abs=1e-5)
+        greedy = strip_special(greedy_decode(model, alone_src, alone_mask, n + 5, BOS, EOS, PAD), EOS, PAD)
+        assert greedy[0] == batched_greedy[i]
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.6, 2.0])
+def test_wide_beam_finds_the_exhaustive_best(alpha):
+    vocab, max_len = 6, 4  # outputs: tokens 3, 4, 5 and <eos>; at most 4 of them
+    model = _model(vocab=vocab, seed=7, eos_bias=1.5)
+    src, src_mask = _sources(vocab, [4], seed=5)
+    words = [3, 4, 5]
+    candidates = [list(p) + [EOS] for n in range(max_len) for p in itertools.product(words, repeat=n)]
+    candidates += [list(p) for p in itertools.product(words, repeat=max_len)]  # cut off at the limit
+    scored = sorted(((lp := _sequence_log_prob(model, src, c)) / length_penalty(len(c), alpha), lp, c)
+                    for c in candidates)[::-1]
+    found = beam_search(model, src, src_mask, 128, alpha, max_len, BOS, EOS, PAD, n_best=3)[0]
+    assert [h.tokens for h in found] == [c for _, _, c in scored[:3]]
+    assert [h.score for h in found] == pytest.approx([s for s, _, _ in scored[:3]], abs=1e-5)
+    assert any(c[-1] == EOS for _, _, c in scored[:3])  # the length penalty and <eos> both matter here
+
+
+def test_scores_are_the_recomputed_log_probabilities():
+    model = _model(vocab=12, seed=3, eos_bias=2.0)
+    src, src_mask = _sources(12, [5, 8], seed=4)
+    limits = src_mask.sum(dim=(1, 2)) + 6
+    results = beam_search(model, src, src_mask, 4, 0.6, limits, BOS, EOS, PAD, n_best=4)
+    for i, hyps in enumerate(results):
+        assert len(hyps) == 4 and [h.score for h in hyps] == sorted((h.score for h in hyps), reverse=True)
+        for h in hyps:
+            n = int(limits[i]) - 6
+            recomputed = _sequence_log_prob(model, src[i : i + 1, :n], h.tokens)
+            assert h.log_prob == pytest.approx(recomputed, abs=1e-4)
+            assert h.score == pytest.approx(h.log_prob / ((5 + len(h.tokens)) / 6) ** 0.6, rel=1e-6)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_cached_decoding_equals_full_recomputation(norm_first):
+    model = _model(vocab=16, seed=2, norm_first=norm_first, eos_bias=1.5)
+    src, src_mask = _sources(16, [7, 3, 5], seed=6)
+    limits = src_mask.sum(dim=(1, 2)) + 8
+    for beam_size in (1, 3):
+        cached = beam_search(model, src, src_mask, beam_size, 0.6, limits, BOS, EOS, PAD, n_best=beam_size)
+        full = beam_search(model, src, src_mask, beam_size, 0.6, limits, BOS, EOS, PAD, n_best=beam_size,
+                           incremental=False)
+        assert [[h.tokens for h in s] for s in cached] == [[h.tokens for h in s] for s in full]
+        assert [h.score for s in cached for h in s] == pytest.approx([h.score for s in full for h in s], abs=1e-5)
+    cached = greedy_decode(model, src, src_mask, limits, BOS, EOS, PAD)
+    assert torch.equal(cached, greedy_decode(model, src, src_mask, limits, BOS, EOS, PAD, incremental=False))
+    # Step by step, the two ways of computing the next distribution agree to float rounding.
+    from annotated_transformer.decoding import new_cache
+
+    memory, cache = model.encode(src, src_mask), new_cache(model)
+    ys = torch.full((3, 1), BOS)
+    for _ in range(6):
+        with torch.no_grad():
+            step = next_log_probs(model, memory, src_mask, ys, cache)
+            whole = next_log_probs(model, memory, src_mask, ys)
+        assert torch.allclose(step, whole, atol=1e-5)
+        ys = torch.cat([ys, step.argmax(-1, keepdim=True)], dim=1)
+
+
+def test_bad_beam_settings_are_refused():
+    model = _model(vocab=8, seed=0)
+    src, src_mask = _sources(8, [3], seed=0)
+    for beam_size, n_best, alpha in ((0, 1, 0.6), (2, 3, 0.6), (2, 1, -0.5)):
+        with pytest.raises(ValueError, match="beam_size"):
+            beam_search(model, src, src_mask, beam_size, alpha, 5, BOS, EOS, PAD, n_best=n_best)
+
+
+def test_length_penalty_is_gnmt():
+    assert length_penalty(1, 0.6) == 1.0
+    assert length_penalty(7, 0.6) == pytest.approx(2**0.6)
+    assert length_penalty(30, 0.0) == 1.0
+    assert math.isclose(length_penalty(13, 1.0), 3.0)
