@@ -1,6 +1,7 @@
 # Every target creates (or reuses) the virtual environment .venv with the package and its extras.
 #   make demo     train English->German on Multi30k (~30 min on a CPU) and print sacreBLEU on test2016
 #   make copy     train the copy-task model (about a minute) and print its held-out accuracy
+#   make bench    time 50-token decoding with the key/value cache against full recomputation
 #   make test     everything CI runs: unit tests, every notebook (smoke scale), sync check, book, offline check
 #   make export   regenerate annotated_transformer/*.py and the book/*.ipynb twins from the chapters
 #   make check    fail if the package or a notebook twin differs from the chapters; lint
@@ -11,7 +12,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: help demo copy test export check book book-check clean
+.PHONY: help demo copy bench test export check book book-check clean
 
 help:
 	@sed -n 's/^#   //p' $(MAKEFILE_LIST)
@@ -27,6 +28,9 @@ demo: $(STAMP)
 
 copy: $(STAMP)
 	$(BIN)/python -m annotated_transformer.train --task copy
+
+bench: $(STAMP)
+	$(BIN)/python -m annotated_transformer.benchmark $(ARGS)
 
 test: $(STAMP)
 	AT_SCALE=smoke $(BIN)/python -m pytest --nbmake tests book

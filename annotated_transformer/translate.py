@@ -3,6 +3,7 @@
 
 """Command line: ``python -m annotated_transformer.translate --help``; loading and averaging checkpoints."""
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -67,9 +68,9 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--run", type=Path, default=Path(run.RUN_PRESETS["multi30k"][1].out_dir),
                        help="run folder written by annotated_transformer.train (default: %(default)s)")
     group.add_argument("--checkpoint", type=Path, help="one checkpoint file (default: the run's last)")
-    group.add_argument("--average", type=int, default=1, metavar="N",
-                       help="average the weights of the run's last N checkpoints (the paper: 5 for base, "
-                       "20 for big; default: %(default)s)")
+    group.add_argument("--average", type=int, metavar="N",
+                       help="average the weights of the run's last N checkpoints (default: the run's own "
+                       "setting, as the main job did: 5 for the multi30k and base presets, 20 for big)")
     group.add_argument("--beam", type=int, default=4, help="beam size; 1 is greedy decoding (default: %(default)s)")
     group.add_argument("--alpha", type=float, default=0.6, help="length penalty α (default: %(default)s)")
     group.add_argument("--max-extra", type=int, default=50,
@@ -83,7 +84,12 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
 def model_from_args(args):
     if args.beam < 1 or args.alpha < 0 or args.max_extra < 0 or args.batch_tokens < 1:
         raise ValueError("--beam and --batch-tokens must be positive, --alpha and --max-extra at least 0")
-    paths = pick_checkpoints(args.run, args.checkpoint, args.average)
+    average = args.average
+    if average is None:  # the run's own setting, as far as its checkpoints allow
+        config = Path(args.run) / "config.json"
+        configured = json.loads(config.read_text())["run"].get("average", 1) if config.is_file() else 1
+        average = max(min(configured, len(run.checkpoints(args.run))), 1)
+    paths = pick_checkpoints(args.run, args.checkpoint, average)
     device = run.resolve_device(args.device)
     model, sp, settings = load_model(paths, device)
     return model, sp, settings, paths, device

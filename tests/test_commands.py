@@ -46,6 +46,13 @@ def test_translate_reads_stdin_and_keeps_line_count(trained_run, monkeypatch, ca
     assert len(lines) == 4 and lines[1] == "" and lines[3] == ""  # three translations, the empty one kept
 
 
+def test_commands_average_as_the_run_did(trained_run, capsys):
+    assert evaluate.main(["--run", str(trained_run), "--limit", "3", "--no-progress"]) == 0
+    assert "step-0000008.pt, step-0000012.pt" in capsys.readouterr().err  # the run's --average 2
+    logged = json.loads((trained_run / "eval" / "results.jsonl").read_text().splitlines()[-1])
+    assert logged["checkpoints"] == ["step-0000008.pt", "step-0000012.pt"]
+
+
 def test_translate_files_with_averaging(trained_run, tmp_path, text_corpus):
     out = tmp_path / "out.de"
     argv = ["--run", str(trained_run), "--input", str(text_corpus / "test.en"), "--output", str(out),
@@ -71,7 +78,8 @@ def test_missing_run_says_how_to_train(tmp_path, capsys):
 
 
 def test_evaluate_prints_signatures_and_logs_results(trained_run, capsys):
-    assert evaluate.main(["--run", str(trained_run), "--beam", "1", "--limit", "10", "--no-progress"]) == 0
+    argv = ["--run", str(trained_run), "--beam", "1", "--limit", "10", "--average", "1", "--no-progress"]
+    assert evaluate.main(argv) == 0
     out = capsys.readouterr().out
     assert "signature: nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp" in out
     assert "chrF2 = " in out and "tokenized BLEU" in out
