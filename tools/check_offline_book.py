@@ -23,7 +23,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-DEFAULT_CHAPTERS = ["00_preface", "04_attention", "06_positional_encoding", "07_full_model"]
+DEFAULT_CHAPTERS = ["00_preface", "04_attention", "06_positional_encoding", "07_full_model", "14_results"]
 NO_NETWORK = [
     "--headless",
     "--no-sandbox",
