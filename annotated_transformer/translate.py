@@ -13,21 +13,20 @@ from annotated_transformer.decoding import translate
 from annotated_transformer.model import make_model
 
 
+def average_weights(weights: list[dict]) -> dict:
+    """The element-wise mean of model state dicts, computed in double precision."""
+    total = {name: w.double() for name, w in weights[0].items()}
+    for other in weights[1:]:
+        if other.keys() != total.keys():
+            raise run.CheckpointError("the checkpoints hold different models; average checkpoints of one run only")
+        for name, w in other.items():
+            total[name] += w.double()
+    return {name: (w / len(weights)).to(weights[0][name].dtype) for name, w in total.items()}
+
+
 def average_checkpoints(paths: list[Path]) -> dict:
-    """The element-wise mean of the model weights in ``paths`` (§6.1: the last 5 for base, 20 for big)."""
-    total = None
-    for path in paths:
-        weights = run.load_checkpoint(path)["model"]
-        if total is None:
-            total = {name: w.double() for name, w in weights.items()}
-        elif weights.keys() != total.keys():
-            raise run.CheckpointError(f"{path} holds a different model from {paths[0]}; average checkpoints "
-                                      "of one run only")
-        else:
-            for name, w in weights.items():
-                total[name] += w.double()
-    dtypes = {name: w.dtype for name, w in run.load_checkpoint(paths[-1])["model"].items()}
-    return {name: (w / len(paths)).to(dtypes[name]) for name, w in total.items()}
+    """The mean weights of the checkpoints in ``paths`` (§6.1: the last 5 for base, 20 for big)."""
+    return average_weights([run.load_checkpoint(path)["model"] for path in paths])
 
 
 def pick_checkpoints(run_dir: Path, checkpoint: Path | None = None, average: int = 1) -> list[Path]:
@@ -50,10 +49,11 @@ def load_model(paths: list[Path], device: str = "cpu"):
     """The model (in eval mode, averaged over ``paths``), its vocabulary and the run's settings."""
     import sentencepiece as spm
 
-    settings = run.load_checkpoint(paths[-1])["settings"]
+    last = run.load_checkpoint(paths[-1])  # each file is read once
+    settings = last["settings"]
     config = TransformerConfig(**settings["model"]).replace(fused_attention=device.startswith("cuda"))
     model = make_model(config)
-    model.load_state_dict(average_checkpoints(paths) if len(paths) > 1 else run.load_checkpoint(paths[0])["model"])
+    model.load_state_dict(average_weights([last["model"], *(run.load_checkpoint(p)["model"] for p in paths[:-1])]))
     vocab_dir = paths[-1].parent.parent / "vocab"
     vocabularies = sorted(vocab_dir.glob("*.model"))
     if len(vocabularies) != 1:
