@@ -46,7 +46,7 @@ def scores(hypotheses: list[str], references: list[str], lang: str) -> dict:
 
 def evaluate(model, sp, pairs: list[tuple[str, str]], lang: str, device="cpu", beam_size: int = 4,
              alpha: float = 0.6, max_extra: int = 50, batch_tokens: int = 6000, progress: bool = False):
-    """Translate the sources of ``pairs`` and score them against the targets: (hypotheses, summary)."""
+    """Translate the sources of ``pairs`` and score them: (hypotheses, summary for JSON, score objects)."""
     start = time.time()
     hypotheses = translate(model, sp, [s for s, _ in pairs], device, beam_size, alpha, max_extra, batch_tokens,
                            progress)
@@ -83,14 +83,14 @@ def main(argv: list[str] | None = None) -> int:
     add_model_arguments(parser)
     args = parser.parse_args(argv)
     try:
+        if args.limit < 0:
+            raise ValueError("--limit must be at least 0")
         model, sp, settings, paths, device = model_from_args(args)
         src_lang, tgt_lang, corpus = (settings["run"][k] for k in ("src_lang", "tgt_lang", "corpus"))
         corpus_split = TEST_SETS[args.test_set] if args.test_set else (corpus, settings["run"]["test_split"])
         name = args.test_set or next((k for k, v in TEST_SETS.items() if v == corpus_split), "-".join(corpus_split))
         data_dir = args.data_dir or (Path(settings["run"]["data_dir"]) if settings["run"]["data_dir"] else None)
         pairs = data.load_pairs(*corpus_split, src_lang, tgt_lang, data_dir)
-        if args.limit < 0:
-            raise ValueError("--limit must be at least 0")
         pairs = pairs[: args.limit] if args.limit else pairs
         print(f"{name} {src_lang}->{tgt_lang}: {len(pairs)} sentences, beam {args.beam}, alpha {args.alpha}, "
               f"{', '.join(p.name for p in paths)}, on {device}", file=sys.stderr)

@@ -5,6 +5,8 @@
 import argparse
 import json
 import sys
+from collections.abc import Iterable
+from itertools import chain
 from pathlib import Path
 
 from annotated_transformer import data, run
@@ -13,20 +15,24 @@ from annotated_transformer.decoding import translate
 from annotated_transformer.model import make_model
 
 
-def average_weights(weights: list[dict]) -> dict:
-    """The element-wise mean of model state dicts, computed in double precision."""
-    total = {name: w.double() for name, w in weights[0].items()}
-    for other in weights[1:]:
-        if other.keys() != total.keys():
+def average_weights(weights: Iterable[dict]) -> dict:
+    """The element-wise mean of model state dicts, summed one at a time in double precision."""
+    total, dtypes, count = None, {}, 0
+    for state in weights:  # an iterator keeps one checkpoint in memory at a time (20 for the big model)
+        if total is None:
+            total, dtypes = {name: w.double() for name, w in state.items()}, {n: w.dtype for n, w in state.items()}
+        elif state.keys() != total.keys():
             raise run.CheckpointError("the checkpoints hold different models; average checkpoints of one run only")
-        for name, w in other.items():
-            total[name] += w.double()
-    return {name: (w / len(weights)).to(weights[0][name].dtype) for name, w in total.items()}
+        else:
+            for name, w in state.items():
+                total[name] += w.double()
+        count += 1
+    return {name: (w / count).to(dtypes[name]) for name, w in total.items()}
 
 
 def average_checkpoints(paths: list[Path]) -> dict:
     """The mean weights of the checkpoints in ``paths`` (§6.1: the last 5 for base, 20 for big)."""
-    return average_weights([run.load_checkpoint(path)["model"] for path in paths])
+    return average_weights(run.load_checkpoint(path)["model"] for path in paths)
 
 
 def pick_checkpoints(run_dir: Path, checkpoint: Path | None = None, average: int = 1) -> list[Path]:
@@ -53,7 +59,8 @@ def load_model(paths: list[Path], device: str = "cpu"):
     settings = last["settings"]
     config = TransformerConfig(**settings["model"]).replace(fused_attention=device.startswith("cuda"))
     model = make_model(config)
-    model.load_state_dict(average_weights([last["model"], *(run.load_checkpoint(p)["model"] for p in paths[:-1])]))
+    earlier = (run.load_checkpoint(p)["model"] for p in paths[:-1])
+    model.load_state_dict(average_weights(chain([last["model"]], earlier)))
     vocab_dir = paths[-1].parent.parent / "vocab"
     vocabularies = sorted(vocab_dir.glob("*.model"))
     if len(vocabularies) != 1:
