@@ -2,8 +2,11 @@
 
 Every chapter ``book/NN_name.md`` is a MyST Markdown notebook. A code cell whose first line is
 ``# export: NAME`` is appended, in chapter order, to ``annotated_transformer/NAME.py``; all other
-cells are the chapter's demonstrations. Each chapter also has an ``.ipynb`` twin with the same
-cells and no outputs, for people who prefer to open notebooks in Jupyter.
+cells are the chapter's demonstrations. A module may grow over several chapters: the top-level
+imports of all its cells are gathered, deduplicated and sorted into one block at the top of the
+module (after its docstring), so each chapter's cell imports what it uses where the reader sees it.
+Each chapter also has an ``.ipynb`` twin with the same cells and no outputs, for people who prefer
+to open notebooks in Jupyter.
 
     python -m annotated_transformer._literate export   # write modules and notebook twins
     python -m annotated_transformer._literate check    # fail if anything differs from the chapters
@@ -14,6 +17,7 @@ Comparisons are made on contents, never on timestamps, and the output is determi
 from __future__ import annotations
 
 import argparse
+import ast
 import re
 import sys
 from dataclasses import dataclass
@@ -23,6 +27,7 @@ import jupytext
 import nbformat
 
 EXPORT_MARKER = re.compile(r"^#\s*export:\s*([A-Za-z_][A-Za-z0-9_]*)\s*$")
+ANY_MARKER = re.compile(r"^\s*#\s*export\s*:", re.MULTILINE)
 HAND_WRITTEN = {"__init__.py", "_literate.py"}
 PACKAGE = "annotated_transformer"
 
@@ -46,15 +51,91 @@ def read_chapter(path: Path) -> nbformat.NotebookNode:
 def exported_cells(root: Path) -> list[ExportedCell]:
     cells = []
     for path in chapters(root):
-        for cell in read_chapter(path).cells:
+        rel = path.relative_to(root).as_posix()
+        for index, cell in enumerate(read_chapter(path).cells):
             if cell.cell_type != "code":
                 continue
             first, _, rest = cell.source.partition("\n")
             match = EXPORT_MARKER.match(first)
+            if ANY_MARKER.search(rest) or (not match and ANY_MARKER.match(first)):
+                raise ValueError(f"{rel}, cell {index}: an export marker must be the cell's first line, exactly "
+                                 "'# export: NAME'; this one would be ignored")
             if match:
-                rel = path.relative_to(root).as_posix()
                 cells.append(ExportedCell(rel, match.group(1), rest.strip("\n")))
     return cells
+
+
+FIRST_PARTY = PACKAGE
+
+
+def _split_imports(source: str, where: str) -> tuple[str, list[ast.stmt], str]:
+    """(docstring, top-level import statements, the rest) of one exported cell."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as error:
+        raise ValueError(f"{where}: exported cell does not parse: {error}") from None
+    lines = source.split("\n")
+    docstring, drop, imports = "", set(), []
+    body = tree.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+            and isinstance(body[0].value.value, str):
+        docstring = "\n".join(lines[: body[0].end_lineno])
+        drop.update(range(body[0].end_lineno))
+    for node in body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            imports.append(node)
+            drop.update(range(node.lineno - 1, node.end_lineno))
+    rest = "\n".join(line for i, line in enumerate(lines) if i not in drop)
+    return docstring, imports, re.sub(r"\n{4,}", "\n\n\n", rest).strip("\n")
+
+
+def _section(module: str) -> int:
+    top = module.split(".")[0]
+    if top == "__future__":
+        return 0
+    if top in sys.stdlib_module_names:
+        return 1
+    return 3 if top == FIRST_PARTY else 2
+
+
+def _member_key(name: str) -> tuple:
+    kind = 0 if name.isupper() and len(name) > 1 else 1 if name[:1].isupper() else 2  # CONSTANT, Class, function
+    return kind, name.lower(), name
+
+
+def _from_line(module: str, names: list[str]) -> str:
+    line = f"from {module} import {', '.join(names)}"
+    if len(line) <= 120:
+        return line
+    return f"from {module} import (\n" + "".join(f"    {n},\n" for n in names) + ")"
+
+
+def sort_imports(nodes: list[ast.stmt]) -> str:
+    """One import block in the order ruff's isort rules expect: sections, then ``import``, then ``from``."""
+    plain, from_names = set(), {}
+    for node in nodes:
+        if isinstance(node, ast.Import):
+            plain.update((a.name, a.asname) for a in node.names)
+        else:
+            module = "." * node.level + (node.module or "")
+            for a in node.names:
+                from_names.setdefault(module, set()).add((a.name, a.asname))
+    blocks = []
+    for section in range(4):
+        lines = [f"import {name}" + (f" as {alias}" if alias else "")
+                 for name, alias in sorted(plain, key=lambda p: (p[0].lower(), p[0], p[1] or ""))
+                 if _section(name) == section]
+        for module in sorted((m for m in from_names if _section(m) == section), key=lambda m: (m.lower(), m)):
+            members = from_names[module]
+            statements = [[f"{n} as {a}"] for n, a in members if a]
+            plain_members = sorted((n for n, a in members if not a), key=_member_key)
+            if plain_members:
+                statements.append(plain_members)
+            statements.sort(key=lambda names: _member_key(names[0].split(" as ")[0]))
+            lines += [_from_line(module, names) for names in statements]
+        if lines:
+            blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
 
 
 def render_modules(root: Path) -> dict[str, str]:
@@ -68,25 +149,39 @@ def render_modules(root: Path) -> dict[str, str]:
         if filename in HAND_WRITTEN:
             raise ValueError(f"{cells[0].chapter}: '# export: {name}' would overwrite a hand-written module")
         sources = list(dict.fromkeys(c.chapter for c in cells))
-        header = [
-            f"# Generated from {', '.join(sources)} by `make export`.",
-            "# Do not edit this file by hand: change the chapter and run `make export` again.",
-            "",
-            "",
-        ]
-        parts, previous = [], None
-        for cell in cells:
-            text = cell.source
+        header = (f"# Generated from {', '.join(sources)} by `make export`.\n"
+                  "# Do not edit this file by hand: change the chapter and run `make export` again.\n")
+        docstring, imports, parts, previous = "", [], [], None
+        for index, cell in enumerate(cells):
+            doc, cell_imports, text = _split_imports(cell.source, f"{cell.chapter} ({name})")
+            if index == 0:
+                docstring = doc
+            elif doc:
+                text = f"{doc}\n{text}".strip("\n")
+            imports += cell_imports
             if len(sources) > 1 and cell.chapter != previous:
                 text = f"# --- from {cell.chapter} ---\n{text}"
             previous = cell.chapter
-            parts.append(text)
-        modules[filename] = "\n".join(header) + "\n\n\n".join(parts) + "\n"
+            if text:
+                parts.append(text)
+        body = "\n\n\n".join(parts)
+        top = "\n".join(part for part in (docstring, sort_imports(imports)) if part)
+        if top:  # like isort: two blank lines before a definition, one before any other statement
+            code = [line for line in body.split("\n") if line.strip() and not line.startswith("#")]
+            definition = bool(code) and code[0].startswith(("def ", "class ", "@", "async def "))
+            top += "\n\n\n" if definition or not imports else "\n\n"
+        modules[filename] = header + "\n" + top + body + "\n"
     return modules
 
 
-def _cell_contents(nb: nbformat.NotebookNode) -> list[tuple[str, str]]:
-    return [(c.cell_type, c.source.strip()) for c in nb.cells]
+# Cell metadata that Jupyter changes as a notebook is used and that does not change what the book shows.
+VOLATILE_METADATA = {"execution", "ExecuteTime", "collapsed", "scrolled", "jp-MarkdownHeadingCollapsed"}
+
+
+def _cell_contents(nb: nbformat.NotebookNode) -> list[tuple[str, str, dict]]:
+    """What renders: each cell's type, source, tags and other lasting metadata."""
+    return [(c.cell_type, c.source.strip(), {k: v for k, v in c.get("metadata", {}).items()
+                                             if k not in VOLATILE_METADATA}) for c in nb.cells]
 
 
 def render_twin(chapter: Path) -> str:
@@ -139,7 +234,7 @@ def check(root: Path) -> list[str]:
         notebook = nbformat.read(twin, as_version=4)
         if _cell_contents(notebook) != _cell_contents(read_chapter(chapter)):
             problems.append(
-                f"{rel} and {chapter.relative_to(root)} differ in cell content: the chapter is the "
+                f"{rel} and {chapter.relative_to(root)} differ in cell content or metadata: the chapter is the "
                 "source of truth; copy the change into it, then run `make export`"
             )
         if any(c.get("outputs") for c in notebook.cells if c.cell_type == "code"):
@@ -176,11 +271,15 @@ def main(argv: list[str] | None = None) -> int:
     root = args.root.resolve()
     if not (root / "book").is_dir():
         parser.error(f"{root} has no book/ folder; run from the repository root or pass --root")
-    if args.command == "export":
-        for path in export(root):
-            print(f"wrote {path.relative_to(root)}")
-        return 0
-    problems = check(root)
+    try:
+        if args.command == "export":
+            for path in export(root):
+                print(f"wrote {path.relative_to(root)}")
+            return 0
+        problems = check(root)
+    except ValueError as error:  # a chapter the exporter cannot read: say where
+        print(f"error: {error}", file=sys.stderr)
+        return 1
     for problem in problems:
         print(f"error: {problem}", file=sys.stderr)
     if not problems:

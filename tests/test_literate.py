@@ -132,3 +132,39 @@ def test_this_repository_is_in_sync(tmp_path):
                     ignore=shutil.ignore_patterns("__pycache__"))
     assert check(copy) == []
     assert export(copy) == []
+
+
+def test_imports_of_later_chapters_are_hoisted_sorted_and_deduplicated(tmp_path):
+    (tmp_path / "book").mkdir()
+    (tmp_path / "book" / "01_a.md").write_text(_chapter(
+        '# export: mod\n"""Docstring."""\nimport math\n\nimport torch\n\nX = math.pi'))
+    (tmp_path / "book" / "02_b.md").write_text(_chapter(
+        "# export: mod\nimport math\nfrom dataclasses import field, dataclass\n"
+        "from annotated_transformer.layers import subsequent_mask\n\n\ndef f():\n    return field, dataclass"))
+    text = render_modules(tmp_path)["mod.py"]
+    assert ('"""Docstring."""\nimport math\nfrom dataclasses import dataclass, field\n\nimport torch\n\n'
+                         "from annotated_transformer.layers import subsequent_mask\n\n# --- from book/01_a.md ---\nX = math.pi") in text
+    assert text.count("import math") == 1
+    assert text.index("# --- from book/02_b.md ---") < text.index("def f():")  # code keeps its chapter order
+
+
+def test_an_export_marker_that_is_not_on_the_first_line_is_an_error(repo, capsys):
+    (repo / "book" / "03_late.md").write_text(_chapter("import math\n# export: alpha\nY = 1"))
+    assert main(["check", "--root", str(repo)]) == 1
+    assert "03_late.md, cell 1: an export marker must be the cell's first line" in capsys.readouterr().err
+
+
+def test_check_catches_changed_tags_in_a_twin(repo):
+    (repo / "book" / "01_first.md").write_text(_chapter("#!md Prose.", ":tags: [hide-input]\n\nprint(1)")
+                                               .replace("```{code-cell} ipython3\n:tags", "```{code-cell} ipython3\n"
+                                                        "---\ntags: [hide-input]\n---\n:tags"))
+    export(repo)
+    assert check(repo) == []
+    twin_path = repo / "book" / "01_first.ipynb"
+    twin = json.loads(twin_path.read_text())
+    code = next(c for c in twin["cells"] if c["cell_type"] == "code")
+    assert code["metadata"]["tags"] == ["hide-input"]
+    code["metadata"]["tags"] = []
+    code["metadata"]["scrolled"] = True  # Jupyter's own bookkeeping is not a difference
+    twin_path.write_text(json.dumps(twin))
+    assert any("01_first.ipynb and book/01_first.md differ in cell content or metadata" in p for p in check(repo))
