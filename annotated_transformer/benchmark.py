@@ -9,7 +9,8 @@ from pathlib import Path
 
 import torch
 
-from annotated_transformer import data, run
+from annotated_transformer import data, trainer
+from annotated_transformer.checkpoints import CheckpointError, load_model, pick_checkpoints
 from annotated_transformer.decoding import beam_search, greedy_decode
 from annotated_transformer.model import make_model
 
@@ -51,16 +52,14 @@ def main(argv: list[str] | None = None) -> int:
         print("error: every number must be positive", file=sys.stderr)
         return 2
     if args.run:
-        from annotated_transformer.translate import load_model, pick_checkpoints
-
         try:
             model = load_model(pick_checkpoints(args.run))[0]
-        except run.CheckpointError as error:
+        except CheckpointError as error:
             print(f"error: {error}", file=sys.stderr)
             return 2
     else:
         torch.manual_seed(0)
-        model = make_model(run.RUN_PRESETS["multi30k"][0]).eval()
+        model = make_model(trainer.RUN_PRESETS["multi30k"][0]).eval()
     print(f"{args.length}-token outputs from {args.src_len}-token sources, CPU with {torch.get_num_threads()} "
           f"threads, best of {args.repeat}")
     print(f"{'batch':>6} {'beam':>5} {'recompute (s)':>14} {'cached (s)':>11} {'speed-up':>9}")

@@ -11,9 +11,7 @@ from tqdm import tqdm
 from annotated_transformer.config import TransformerConfig
 from annotated_transformer.decoding import greedy_decode, strip_special
 from annotated_transformer.model import count_parameters, make_model
-from annotated_transformer.training import Batch, make_optimizer, sequence_loss
-
-PAD, BOS, EOS = 0, 1, 2
+from annotated_transformer.optimization import BOS, EOS, PAD, Batch, make_optimizer, sequence_loss
 
 
 @dataclass(frozen=True)
@@ -49,10 +47,10 @@ COPY_MODEL = TransformerConfig(vocab_size=13, n_layers=2, d_model=64, d_ff=256, 
 
 def train_copy_task(task: CopyTask = CopyTask(), config: TransformerConfig = COPY_MODEL, steps: int = 1500,
                     batch_size: int = 64, warmup: int = 400, seed: int = 0, device: str = "cpu",
-                    time_limit: float | None = None, progress: bool = True):
+                    progress: bool = True):
     """Train a model on the copy task; return it with the per-step losses.
 
-    Stops after ``steps`` optimizer updates, or earlier once ``time_limit`` seconds have passed.
+    Trains for exactly ``steps`` optimizer updates, so that the result does not depend on the machine's speed.
     """
     if config.vocab_size != task.vocab_size:
         raise ValueError(f"config.vocab_size={config.vocab_size} but the task needs {task.vocab_size}")
@@ -77,8 +75,6 @@ def train_copy_task(task: CopyTask = CopyTask(), config: TransformerConfig = COP
         if step % 20 == 0:
             bar.set_postfix(loss=f"{losses[-1]:.3f}", lr=f"{scheduler.get_last_lr()[0]:.2e}",
                             tok_s=f"{tokens / elapsed:,.0f}")
-        if time_limit is not None and elapsed > time_limit:
-            break
     bar.close()
     return model, losses
 

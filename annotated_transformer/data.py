@@ -16,6 +16,8 @@ from pathlib import Path
 
 import torch
 
+from annotated_transformer.optimization import BOS, EOS, PAD, UNK, Batch
+
 DATA_DIR_ENV = "AT_DATA_DIR"
 
 
@@ -219,9 +221,6 @@ def load_pairs(corpus: str, split: str, src: str, tgt: str, data_dir: Path | Non
     return loaders[corpus](split, src, tgt, data_dir)
 
 
-PAD, BOS, EOS, UNK = 0, 1, 2, 3
-
-
 def train_shared_vocab(pairs: Sequence[tuple[str, str]], vocab_size: int, cache_dir: Path,
                        max_sentences: int = 2_000_000):
     """A SentencePiece BPE model trained on both sides of ``pairs``, cached by content and settings."""
@@ -268,35 +267,36 @@ def encode_pairs(sp, pairs: Sequence[tuple[str, str]], max_tokens: int | None = 
 
 @dataclass
 class TokenBatches:
-    """Batches of pair indices holding at most ``max_tokens`` padded source and target tokens each."""
+    """Batches of pair indices holding at most ``max_tokens`` source tokens and as many target tokens.
+
+    Lengths are counted as the model sees them: a source with its <eos>, a target as decoder positions
+    (its tokens and <eos>). A single pair longer than the budget gets a batch of its own.
+    """
 
     src_lengths: Sequence[int]
     tgt_lengths: Sequence[int]
     max_tokens: int
     seed: int = 0
     shuffle: bool = True
-    rank: int = 0
-    world_size: int = 1
 
     def epoch(self, epoch: int) -> list[list[int]]:
-        """The batches of one epoch for this process's shard (deterministic in seed and epoch)."""
+        """The batches of one epoch, in the order they are visited (deterministic in seed and epoch)."""
         rng = random.Random(self.seed * 1_000_003 + epoch)
         noise = [rng.random() for _ in self.src_lengths] if self.shuffle else [0.0] * len(self.src_lengths)
         order = sorted(range(len(self.src_lengths)), key=lambda i: (self.tgt_lengths[i], self.src_lengths[i], noise[i]))
-        batches, current, longest_src, longest_tgt = [], [], 0, 0
+        batches, current, src_tokens, tgt_tokens = [], [], 0, 0
         for i in order:
-            s, t = max(longest_src, self.src_lengths[i]), max(longest_tgt, self.tgt_lengths[i])
-            if current and max(s, t) * (len(current) + 1) > self.max_tokens:
+            s, t = src_tokens + self.src_lengths[i], tgt_tokens + self.tgt_lengths[i]
+            if current and max(s, t) > self.max_tokens:
                 batches.append(current)
                 current, s, t = [], self.src_lengths[i], self.tgt_lengths[i]
             current.append(i)
-            longest_src, longest_tgt = s, t
+            src_tokens, tgt_tokens = s, t
         if current:
             batches.append(current)
         if self.shuffle:
             rng.shuffle(batches)
-        usable = len(batches) - len(batches) % self.world_size if self.world_size > 1 else len(batches)
-        return batches[self.rank : usable : self.world_size]
+        return batches
 
 
 def pad_rows(rows: Sequence[list[int]]) -> torch.Tensor:
@@ -309,8 +309,6 @@ def pad_rows(rows: Sequence[list[int]]) -> torch.Tensor:
 
 def collate(pairs: Sequence[tuple[list[int], list[int]]], indices: Sequence[int]):
     """A Batch: sources end with <eos>; targets are <bos> y <eos>; both padded with PAD."""
-    from annotated_transformer.training import Batch
-
     src = pad_rows([pairs[i][0] + [EOS] for i in indices])
     tgt = pad_rows([[BOS] + pairs[i][1] + [EOS] for i in indices])
     return Batch.from_tensors(src, tgt, pad=PAD)

@@ -158,7 +158,7 @@ def beam_search(model, src, src_mask, beam_size: int, alpha: float, max_len, bos
 
 
 @torch.no_grad()
-def translate(model, sp, sentences: list[str], device="cpu", beam_size: int = 4, alpha: float = 0.6,
+def translate_sentences(model, sp, sentences: list[str], device="cpu", beam_size: int = 4, alpha: float = 0.6,
               max_extra: int = 50, batch_tokens: int = 6000, progress: bool = False) -> list[str]:
     """Detokenized translations of ``sentences``, batched by length; ``beam_size`` 1 is greedy decoding.
 

@@ -9,8 +9,9 @@ import sys
 import time
 from pathlib import Path
 
-from annotated_transformer import data, run
-from annotated_transformer.decoding import translate
+from annotated_transformer import data
+from annotated_transformer.checkpoints import CheckpointError
+from annotated_transformer.decoding import translate_sentences
 from annotated_transformer.translate import add_model_arguments, model_from_args
 
 TEST_SETS = {  # name: (corpus, split); languages come from the run
@@ -48,8 +49,8 @@ def evaluate(model, sp, pairs: list[tuple[str, str]], lang: str, device="cpu", b
              alpha: float = 0.6, max_extra: int = 50, batch_tokens: int = 6000, progress: bool = False):
     """Translate the sources of ``pairs`` and score them: (hypotheses, summary for JSON, score objects)."""
     start = time.time()
-    hypotheses = translate(model, sp, [s for s, _ in pairs], device, beam_size, alpha, max_extra, batch_tokens,
-                           progress)
+    hypotheses = translate_sentences(model, sp, [s for s, _ in pairs], device, beam_size, alpha, max_extra,
+                                     batch_tokens, progress)
     seconds = time.time() - start
     result = scores(hypotheses, [t for _, t in pairs], lang)
     bleu = result["bleu"]
@@ -96,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{', '.join(p.name for p in paths)}, on {device}", file=sys.stderr)
         hypotheses, summary, result = evaluate(model, sp, pairs, tgt_lang, device, args.beam, args.alpha,
                                                args.max_extra, args.batch_tokens, progress=not args.no_progress)
-    except (data.DataError, run.CheckpointError, ValueError) as error:
+    except (data.DataError, CheckpointError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     out = Path(paths[-1]).parent.parent / "eval"

@@ -4,26 +4,24 @@
 """Command line: ``python -m annotated_transformer.train --help``."""
 import argparse
 import dataclasses
-import inspect
 import json
-import re
 import sys
 from pathlib import Path
 
-from annotated_transformer import data, run
+from annotated_transformer import data, trainer
+from annotated_transformer.checkpoints import (
+    CheckpointError,
+    average_checkpoints,
+    checkpoints,
+    pick_checkpoints,
+    step_of,
+)
 from annotated_transformer.config import TransformerConfig
 from annotated_transformer.copy_task import CopyTask, copy_accuracy, train_copy_task
 from annotated_transformer.evaluate import evaluate
 from annotated_transformer.scale import at_scale
-from annotated_transformer.translate import average_checkpoints
 
 DEFAULT_PRESET = "multi30k"
-
-
-def _field_help(cls) -> dict[str, str]:
-    """Each field's trailing comment in the class source: the configuration documents itself."""
-    source = inspect.getsource(cls)
-    return dict(re.findall(r"^\s+(\w+): [^=]+=.*?#\s*(.+)$", source, flags=re.MULTILINE))
 
 
 def _parse_value(kind, text: str):
@@ -51,7 +49,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    model_default, run_default = run.RUN_PRESETS[DEFAULT_PRESET]
+    model_default, run_default = trainer.RUN_PRESETS[DEFAULT_PRESET]
     parser = _Parser(
         prog="python -m annotated_transformer.train",
         description="Train a Transformer translation model (default: English to German on Multi30k, sized "
@@ -61,23 +59,22 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--task", choices=["translate", "copy"], default="translate",
                         help="translate (default) or the copy task of the first-example chapter")
-    parser.add_argument("--preset", choices=list(run.RUN_PRESETS), default=DEFAULT_PRESET,
+    parser.add_argument("--preset", choices=list(trainer.RUN_PRESETS), default=DEFAULT_PRESET,
                         help=f"model and run settings to start from (default: {DEFAULT_PRESET}); "
                         "base and big are the paper's; A-h1 ... E-learned are the rows of Table 3")
-    parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    parser.add_argument("--no-progress", action="store_true", help="print metric lines instead of a progress bar")
     for title, cls, defaults in (("model (§3, Table 3)", TransformerConfig, model_default),
-                                 ("run (§5)", run.RunConfig, run_default)):
+                                 ("run (§5)", trainer.RunConfig, run_default)):
         group = parser.add_argument_group(f"{title} settings; defaults shown are the {DEFAULT_PRESET} preset's")
-        helps = _field_help(cls)
         for f in dataclasses.fields(cls):
             group.add_argument(f"--{f.name.replace('_', '-')}", dest=f.name, default=None, metavar="V",
                                type=lambda text, kind=f.type: _parse_value(kind, text),
-                               help=f"{helps.get(f.name, '')} (default: {getattr(defaults, f.name)!r})")
+                               help=f"{f.metadata['help']} (default: {getattr(defaults, f.name)!r})")
     return parser
 
 
-def configs_from_args(args) -> tuple[TransformerConfig, run.RunConfig]:
-    model_config, run_config = run.RUN_PRESETS[args.preset]
+def configs_from_args(args) -> tuple[TransformerConfig, trainer.RunConfig]:
+    model_config, run_config = trainer.RUN_PRESETS[args.preset]
     model_names = {f.name for f in dataclasses.fields(TransformerConfig)}
     given = {k: v for k, v in vars(args).items() if v is not None and k not in ("task", "preset", "no_progress")}
     model_config = model_config.replace(**{k: v for k, v in given.items() if k in model_names})
@@ -89,21 +86,21 @@ def translate_and_score(result: dict, run_config, progress: bool) -> dict:
     """Translate the test split with the trained model, print and save sacreBLEU with its signature."""
     test = data.load_pairs(run_config.corpus, run_config.test_split, run_config.src_lang, run_config.tgt_lang,
                            Path(run_config.data_dir) if run_config.data_dir else None)
-    averaged = run.checkpoints(Path(run_config.out_dir))[-run_config.average :]
+    out_dir = Path(run_config.out_dir)
+    averaged = pick_checkpoints(out_dir, average=min(run_config.average, max(len(checkpoints(out_dir)), 1)))
     if len(averaged) > 1:  # the paper's checkpoint averaging (§6.1); training is over, so the weights can go
         result["model"].load_state_dict(average_checkpoints(averaged))
     hypotheses, summary, scores = evaluate(result["model"], result["sp"], test, run_config.tgt_lang, result["device"],
                                            run_config.beam_size, run_config.alpha,
                                            batch_tokens=run_config.eval_batch_tokens, progress=progress)
-    out_dir = Path(run_config.out_dir)
     (out_dir / f"{run_config.test_split}.hyp").write_text("".join(h + "\n" for h in hypotheses), encoding="utf-8")
     summary = {"split": run_config.test_split, "checkpoints": [p.name for p in averaged], **summary,
-               "updates": result["step"],
-               "train_minutes": round(result["minutes"], 1)}
+               "updates": result["step"], "train_minutes": round(result["minutes"], 1)}
     (out_dir / "results.json").write_text(json.dumps(summary, indent=2) + "\n")
     k = run_config.beam_size
+    steps = ", ".join(str(step_of(p)) for p in averaged)
     decoding = ("greedy decoding" if k == 1 else f"beam {k}, alpha {run_config.alpha}") + (
-        f", average of the last {len(averaged)} checkpoints" if len(averaged) > 1 else "")
+        f", average of the checkpoints of updates {steps}" if len(averaged) > 1 else "")
     print(f"{run_config.corpus} {run_config.test_split} {run_config.src_lang}->{run_config.tgt_lang} "
           f"({decoding}, {len(test)} sentences): {scores['bleu']}")
     print(f"signature: {summary['bleu_signature']}")
@@ -117,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
         model_config, run_config = configs_from_args(args)
         if args.task == "copy":
             steps = args.max_steps or at_scale(smoke=100, laptop=1500)
-            device = run.resolve_device(run_config.device)
+            device = trainer.resolve_device(run_config.device)
             task = CopyTask()
             model, losses = train_copy_task(task, steps=steps, seed=run_config.seed, device=device,
                                             progress=not args.no_progress)
@@ -125,11 +122,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"trained {len(losses)} updates, final loss {losses[-1]:.4f}")
             print(f"held-out exact match: {accuracy:.1%} of 1000 sequences (greedy decoding)")
             return 0
-        result = run.train(model_config, run_config, progress=not args.no_progress)
+        result = trainer.train(model_config, run_config, progress=not args.no_progress)
         if result["rank"] == 0 and not result["interrupted"]:
             translate_and_score(result, run_config, progress=not args.no_progress)
         return 130 if result["interrupted"] else 0
-    except (data.DataError, run.CheckpointError, ValueError) as error:
+    except (data.DataError, CheckpointError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
 

@@ -7,7 +7,8 @@ import sys
 import pytest
 import torch
 
-from annotated_transformer import evaluate, run, train, translate
+from annotated_transformer import evaluate, train, translate
+from annotated_transformer.checkpoints import average_checkpoints, checkpoints, load_checkpoint
 from annotated_transformer.evaluate import scores, split_compounds
 
 
@@ -31,9 +32,9 @@ def test_training_ends_with_beam_search_on_averaged_checkpoints(trained_run):
 
 
 def test_average_is_the_elementwise_mean(trained_run):
-    paths = run.checkpoints(trained_run)[-3:]
-    mean = translate.average_checkpoints(paths)
-    weights = [run.load_checkpoint(p)["model"] for p in paths]
+    paths = checkpoints(trained_run)[-3:]
+    mean = average_checkpoints(paths)
+    weights = [load_checkpoint(p)["model"] for p in paths]
     for name in ("encoder.layers.0.feed_forward.w_1.weight", "src_embed.0.lut.weight"):
         assert torch.allclose(mean[name], sum(w[name] for w in weights) / 3, atol=1e-7)
     assert not torch.equal(weights[0][name], weights[-1][name])  # the checkpoints do differ

@@ -1,6 +1,5 @@
 """The copy task end to end: batches, greedy decoding, training, the command line."""
 
-import time
 
 import pytest
 import torch
@@ -8,7 +7,7 @@ import torch
 from annotated_transformer import train
 from annotated_transformer.copy_task import BOS, EOS, PAD, CopyTask, copy_accuracy, train_copy_task
 from annotated_transformer.decoding import greedy_decode, strip_special
-from annotated_transformer.training import Batch, noam_rate
+from annotated_transformer.optimization import Batch, noam_rate
 
 
 def test_batches_shift_the_target_and_mask_padding():
@@ -75,11 +74,10 @@ def test_greedy_decoding_stops_at_end_of_sentence_per_row():
     assert strip_special(out, EOS, PAD) == [[5], [6, 6, 6]]
 
 
-def test_copy_task_learns_within_a_minute():
+def test_copy_task_learns_in_a_thousand_updates():
     task = CopyTask()
-    start = time.perf_counter()
-    model, losses = train_copy_task(task, steps=1000, time_limit=50, progress=False)
-    assert time.perf_counter() - start < 60
+    model, losses = train_copy_task(task, steps=1000, progress=False)  # bounded by updates, not by the clock
+    assert len(losses) == 1000
     assert sum(losses[-20:]) / 20 < 0.7 < losses[0]  # from ~ln(13) to near the label-smoothing floor
     accuracy = copy_accuracy(model, task, n=100, seed=2024)
     assert accuracy >= 0.95, f"only {accuracy:.0%} of 100 held-out sequences copied exactly"
@@ -93,7 +91,7 @@ def test_command_line_help_and_errors(capsys):
     for option in ("--task", "--max-steps", "--batch-tokens", "--warmup", "--seed", "--device"):
         assert option in help_text
     assert train.main(["--task", "copy", "--max-steps", "0"]) == 2
-    assert "max_steps must be a positive integer, got 0" in capsys.readouterr().err
+    assert "max_steps must be an integer of at least 1, got 0" in capsys.readouterr().err
 
 
 def test_command_line_trains_and_reports(capsys):

@@ -143,7 +143,8 @@ def test_imports_of_later_chapters_are_hoisted_sorted_and_deduplicated(tmp_path)
         "from annotated_transformer.layers import subsequent_mask\n\n\ndef f():\n    return field, dataclass"))
     text = render_modules(tmp_path)["mod.py"]
     assert ('"""Docstring."""\nimport math\nfrom dataclasses import dataclass, field\n\nimport torch\n\n'
-                         "from annotated_transformer.layers import subsequent_mask\n\n# --- from book/01_a.md ---\nX = math.pi") in text
+                         "from annotated_transformer.layers import subsequent_mask\n\n"
+            "# --- from book/01_a.md ---\nX = math.pi") in text
     assert text.count("import math") == 1
     assert text.index("# --- from book/02_b.md ---") < text.index("def f():")  # code keeps its chapter order
 

@@ -12,11 +12,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from annotated_transformer import run, train
+from annotated_transformer import train, trainer
+from annotated_transformer.checkpoints import checkpoints, latest_checkpoint, load_checkpoint
 from annotated_transformer.config import PRESETS, TransformerConfig
 from annotated_transformer.data import PAD
 from annotated_transformer.model import make_model
-from annotated_transformer.training import Batch, accumulate_gradients, make_optimizer, sequence_loss
+from annotated_transformer.optimization import Batch, accumulate_gradients, make_optimizer, sequence_loss
 
 TINY = TransformerConfig(vocab_size=50, n_layers=1, d_model=32, d_ff=64, n_heads=2)
 
@@ -115,7 +116,7 @@ def test_killed_run_resumes_on_the_same_trajectory(text_corpus, tmp_path):
 
 def test_truncated_checkpoint_gives_a_clear_error(text_corpus, tmp_path, capsys):
     assert train.main(_cli(text_corpus, tmp_path, "--max-steps", "4")) == 0
-    latest = run.checkpoints(tmp_path)[-1]
+    latest = checkpoints(tmp_path)[-1]
     latest.write_bytes(latest.read_bytes()[:1000])
     capsys.readouterr()
     assert train.main(_cli(text_corpus, tmp_path, "--max-steps", "8")) == 2
@@ -141,12 +142,14 @@ def test_sigint_saves_before_exiting(text_corpus, tmp_path):
     output, _ = process.communicate(timeout=120)
     assert process.returncode == 130, output
     assert "interrupted: saved update" in output
-    saved = run.checkpoints(tmp_path)
-    assert len(saved) == 1 and run.load_checkpoint(saved[0])["step"] >= 1
+    assert checkpoints(tmp_path) == []  # a stop between scheduled checkpoints is not one of them...
+    resume = latest_checkpoint(tmp_path)  # ...but its state is kept for resuming
+    assert resume.name.startswith("resume-") and load_checkpoint(resume)["step"] >= 1
 
 
 def test_two_processes_match_one_process_with_the_same_global_batch(text_corpus, tmp_path):
-    common = ["--dropout", "0", "--max-steps", "3", "--save-every", "3"]
+    # --batch-tokens is the budget of one update: 600 = 1 process x 2 micro-batches x 300 = 2 processes x 1 x 300.
+    common = ["--dropout", "0", "--max-steps", "3", "--save-every", "3", "--batch-tokens", "600"]
     single = _cli(text_corpus, tmp_path / "one", *common, "--accumulate", "2")
     assert train.main(single) == 0
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
@@ -154,10 +157,13 @@ def test_two_processes_match_one_process_with_the_same_global_batch(text_corpus,
                 "-m", "annotated_transformer.train", *_cli(text_corpus, tmp_path / "two", *common)]
     result = subprocess.run(torchrun, capture_output=True, text=True, env=env, timeout=300)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    one = run.load_checkpoint(run.checkpoints(tmp_path / "one")[-1])
-    two = run.load_checkpoint(run.checkpoints(tmp_path / "two")[-1])
+    one = load_checkpoint(checkpoints(tmp_path / "one")[-1])
+    two = load_checkpoint(checkpoints(tmp_path / "two")[-1])
     assert one["step"] == two["step"] == 3
     assert json.loads((tmp_path / "two" / "config.json").read_text())["world_size"] == 2
+    assert "600 tokens per update = 2 process(es) x 1 micro-batch(es) x 300" in result.stdout
+    for key in ("tgt_tokens", "src_tokens", "sentences"):  # the same sentences, counted over both processes
+        assert one[key] == two[key] > 0
     for name, value in one["model"].items():
         if name.endswith("w_k.bias"):
             # The key bias adds the same amount to every score of a query, which the softmax ignores: its
@@ -181,6 +187,6 @@ def test_help_documents_every_setting(capsys):
     with pytest.raises(SystemExit):
         train.main(["--help"])
     out = capsys.readouterr().out
-    for field in [*TransformerConfig.__dataclass_fields__, *run.RunConfig.__dataclass_fields__]:
+    for field in [*TransformerConfig.__dataclass_fields__, *trainer.RunConfig.__dataclass_fields__]:
         assert f"--{field.replace('_', '-')}" in out
     assert "label smoothing" in out.lower() or "ε_ls" in out
