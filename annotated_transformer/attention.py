@@ -46,21 +46,23 @@ class MultiHeadedAttention(nn.Module):
         self.attention_weights = None
         self.fused = fused  # use PyTorch's fused kernel instead of the explicit eq. 1 (same result)
 
-    def forward(self, query, key, value, mask=None, cache: "KVCache | None" = None):
+    def keys_values(self, key, value):
+        """Keys and values projected and split into heads: (batch, h, n_k, d_k) and (batch, h, n_k, d_v)."""
+        batch = key.size(0)
+        k = self.w_k(key).view(batch, -1, self.h, self.d_k).transpose(1, 2)
+        v = self.w_v(value).view(batch, -1, self.h, self.d_v).transpose(1, 2)
+        return k, v
+
+    def forward(self, query, key, value, mask=None, cache=None):
         # query: (batch, n_q, d_model); key, value: (batch, n_k, d_model)
         # mask: (batch, 1 or n_q, n_k), True = may attend; the same for every head
-        # cache: keys and values kept between decoding steps (see "Decoding one token at a time" below)
         batch = query.size(0)
         if mask is not None:
             mask = mask.unsqueeze(1)  # (batch, 1, 1 or n_q, n_k): broadcast over heads
         q = self.w_q(query).view(batch, -1, self.h, self.d_k).transpose(1, 2)  # (batch, h, n_q, d_k)
-        if cache is not None and cache.fixed and cache.k is not None:
-            k, v = cache.k, cache.v  # encoder keys and values, projected at the first step
-        else:
-            k = self.w_k(key).view(batch, -1, self.h, self.d_k).transpose(1, 2)  # (batch, h, n_k, d_k)
-            v = self.w_v(value).view(batch, -1, self.h, self.d_v).transpose(1, 2)  # (batch, h, n_k, d_v)
-            if cache is not None:
-                k, v = cache.update(k, v)
+        # When decoding one token at a time, a cache keeps the keys and values of earlier steps (the
+        # copy-task chapter explains it); otherwise they are projected here.
+        k, v = self.keys_values(key, value) if cache is None else cache.keys_values(self, key, value)
         if self.fused and not self.keep_attention:
             p = self.dropout.p if self.training else 0.0
             x = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)  # (batch, h, n_q, d_v)
@@ -70,22 +72,3 @@ class MultiHeadedAttention(nn.Module):
                 self.attention_weights = weights.detach()  # (batch, h, n_q, n_k)
         x = x.transpose(1, 2).reshape(batch, -1, self.h * self.d_v)  # concatenate heads
         return self.w_o(x)  # (batch, n_q, d_model)
-
-
-class KVCache:
-    """Keys and values of one attention layer, kept between incremental decoding steps."""
-
-    def __init__(self, fixed: bool):
-        self.fixed = fixed  # True: keys/values of the encoder output, computed once; False: grow by a step
-        self.k = self.v = None  # (batch, h, n_k, d_k) and (batch, h, n_k, d_v)
-
-    def update(self, k, v):
-        if self.k is not None and not self.fixed:
-            k, v = torch.cat([self.k, k], dim=2), torch.cat([self.v, v], dim=2)  # append the new positions
-        self.k, self.v = k, v
-        return k, v
-
-    def select(self, index: torch.Tensor) -> None:
-        """Keep rows ``index`` of the batch (in that order): beam search reorders its hypotheses."""
-        if self.k is not None:
-            self.k, self.v = self.k.index_select(0, index), self.v.index_select(0, index)

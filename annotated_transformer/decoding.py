@@ -8,11 +8,33 @@ import torch
 from tqdm import tqdm
 
 from annotated_transformer import data
-from annotated_transformer.attention import KVCache
 from annotated_transformer.layers import subsequent_mask
 
 
 # --- from book/09_copy_task.md ---
+class KVCache:
+    """Keys and values of one attention layer, kept between incremental decoding steps."""
+
+    def __init__(self, fixed: bool):
+        self.fixed = fixed  # True: keys/values of the encoder output, computed once; False: grow by a step
+        self.k = self.v = None  # (batch, h, n_k, d_k) and (batch, h, n_k, d_v)
+
+    def keys_values(self, attention, key, value):
+        """This step's keys and values for ``attention`` (a MultiHeadedAttention): kept, or projected and kept."""
+        if self.fixed and self.k is not None:
+            return self.k, self.v  # the encoder's keys and values, projected at the first step
+        k, v = attention.keys_values(key, value)  # the new positions only
+        if self.k is not None:
+            k, v = torch.cat([self.k, k], dim=2), torch.cat([self.v, v], dim=2)  # append them
+        self.k, self.v = k, v
+        return k, v
+
+    def select(self, index: torch.Tensor) -> None:
+        """Keep rows ``index`` of the batch (in that order): beam search reorders its hypotheses."""
+        if self.k is not None:
+            self.k, self.v = self.k.index_select(0, index), self.v.index_select(0, index)
+
+
 def new_cache(model) -> list[tuple[KVCache, KVCache]]:
     """Empty (self-attention, encoder-decoder attention) caches for every decoder layer."""
     return [(KVCache(fixed=False), KVCache(fixed=True)) for _ in model.decoder.layers]
