@@ -190,3 +190,28 @@ def test_help_documents_every_setting(capsys):
     for field in [*TransformerConfig.__dataclass_fields__, *trainer.RunConfig.__dataclass_fields__]:
         assert f"--{field.replace('_', '-')}" in out
     assert "label smoothing" in out.lower() or "ε_ls" in out
+
+
+def test_update_batches_give_every_process_layout_the_same_updates():
+    from annotated_transformer.optimization import update_batches
+
+    batches = [[i] for i in range(19)]  # 19 batches: the last 3 do not fill a 16-batch update... or a 8-batch one
+    reference = [sum(u, []) for u in update_batches(batches, 1, 8, 0)]
+    assert reference == [list(range(8)), list(range(8, 16))]
+    for world, accumulate in ((2, 4), (4, 2), (8, 1)):
+        shards = [update_batches(batches, world, accumulate, rank) for rank in range(world)]
+        assert all(len(s) == 2 and all(len(u) == accumulate for u in s) for s in shards)
+        assert [sum((s[u] for s in shards), []) for u in range(2)] == [[[i] for i in r] for r in reference]
+
+
+def test_a_stop_between_scheduled_checkpoints_is_resumed_but_not_averaged(text_corpus, tmp_path, capsys):
+    assert train.main(_cli(text_corpus, tmp_path, "--max-steps", "10", "--average", "2")) == 0
+    assert [p.name for p in checkpoints(tmp_path)] == ["step-0000004.pt", "step-0000008.pt"]
+    assert latest_checkpoint(tmp_path).name == "resume-0000010.pt"
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert results["checkpoints"] == ["step-0000004.pt", "step-0000008.pt"] and results["updates"] == 10
+    assert train.main(_cli(text_corpus, tmp_path, "--max-steps", "12", "--average", "2")) == 0  # resumes at 10
+    assert "resumed from" in capsys.readouterr().out
+    assert [p.name for p in checkpoints(tmp_path)] == ["step-0000004.pt", "step-0000008.pt", "step-0000012.pt"]
+    assert latest_checkpoint(tmp_path).name == "step-0000012.pt"  # the stop's state is superseded and removed
+    assert not list((tmp_path / "checkpoints").glob("resume-*.pt"))
