@@ -4,7 +4,7 @@
 """The scale switch: every chapter and command reads ``AT_SCALE`` through these two functions."""
 import os
 
-SCALES = ("smoke", "laptop", "gpu")
+SCALES = ("smoke", "laptop")
 
 
 def current_scale() -> str:
@@ -15,6 +15,6 @@ def current_scale() -> str:
     return value
 
 
-def at_scale(smoke, laptop, gpu=None):
-    """Return the value meant for the active scale (``gpu`` falls back to ``laptop``)."""
-    return {"smoke": smoke, "laptop": laptop, "gpu": laptop if gpu is None else gpu}[current_scale()]
+def at_scale(smoke, laptop):
+    """Return the value meant for the active scale."""
+    return smoke if current_scale() == "smoke" else laptop
