@@ -91,6 +91,11 @@ def pick_checkpoints(run_dir: Path, checkpoint: Path | None = None, average: int
     return scheduled[-average:]
 
 
+def available_average(run_dir: Path, wanted: int) -> int:
+    """``wanted``, or fewer when the run has fewer scheduled checkpoints (a short run), but at least 1."""
+    return max(min(wanted, len(checkpoints(run_dir))), 1)
+
+
 def load_model(paths: list[Path], device: str = "cpu"):
     """The model (in eval mode, averaged over ``paths``), its vocabulary and the run's settings."""
     import sentencepiece as spm

@@ -11,8 +11,8 @@ from pathlib import Path
 from annotated_transformer import data, trainer
 from annotated_transformer.checkpoints import (
     CheckpointError,
+    available_average,
     average_checkpoints,
-    checkpoints,
     pick_checkpoints,
     step_of,
 )
@@ -87,7 +87,7 @@ def translate_and_score(result: dict, run_config, progress: bool) -> dict:
     test = data.load_pairs(run_config.corpus, run_config.test_split, run_config.src_lang, run_config.tgt_lang,
                            Path(run_config.data_dir) if run_config.data_dir else None)
     out_dir = Path(run_config.out_dir)
-    averaged = pick_checkpoints(out_dir, average=min(run_config.average, max(len(checkpoints(out_dir)), 1)))
+    averaged = pick_checkpoints(out_dir, average=available_average(out_dir, run_config.average))
     if len(averaged) > 1:  # the paper's checkpoint averaging (§6.1); training is over, so the weights can go
         result["model"].load_state_dict(average_checkpoints(averaged))
     hypotheses, summary, scores = evaluate(result["model"], result["sp"], test, run_config.tgt_lang, result["device"],

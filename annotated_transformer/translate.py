@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from annotated_transformer import data, trainer
-from annotated_transformer.checkpoints import CheckpointError, checkpoints, load_model, pick_checkpoints
+from annotated_transformer.checkpoints import CheckpointError, available_average, load_model, pick_checkpoints
 from annotated_transformer.decoding import translate_sentences
 
 
@@ -38,7 +38,7 @@ def model_from_args(args):
     if average is None:  # the run's own setting, as far as its checkpoints allow
         config = Path(args.run) / "config.json"
         configured = json.loads(config.read_text())["run"].get("average", 1) if config.is_file() else 1
-        average = max(min(configured, len(checkpoints(args.run))), 1)
+        average = available_average(args.run, configured)
     paths = pick_checkpoints(args.run, args.checkpoint, average)
     device = trainer.resolve_device(args.device)
     model, sp, settings = load_model(paths, device)
