@@ -8,12 +8,16 @@ given time to run, and the resulting DOM is inspected:
   the visible text;
 - every image (matplotlib figures, static Altair/Vega charts) must be a local file that exists, and an
   SVG chart must contain drawn marks;
-- no interactive chart container may be left empty, and no script may be loaded from the network.
+- no interactive chart container may be left empty, and no script may be loaded from the network;
+- every attention explorer must have drawn lines, and must redraw when its head and layer selectors
+  change and show fewer lines while a word is hovered (a script added to a copy of the page makes
+  those changes and records what it saw).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import shutil
 import subprocess
@@ -23,7 +27,8 @@ from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-DEFAULT_CHAPTERS = ["00_preface", "04_attention", "06_positional_encoding", "07_full_model", "14_results"]
+DEFAULT_CHAPTERS = ["00_preface", "04_attention", "06_positional_encoding", "07_full_model", "14_results",
+                    "15_attention_figures"]
 NO_NETWORK = [
     "--headless",
     "--no-sandbox",
@@ -36,6 +41,24 @@ NO_NETWORK = [
     "--proxy-bypass-list=<-loopback>",
     "--host-resolver-rules=MAP * ~NOTFOUND",
 ]
+EXPLORER_TEST = """<script>
+window.addEventListener("load", () => setTimeout(() => {
+  document.querySelectorAll(".at-explorer").forEach(root => {
+    const pick = (name, value) => {
+      const select = root.querySelector("select[name=" + name + "]");
+      select.value = value;
+      select.dispatchEvent(new Event("change"));
+      return root.dataset.drawn;
+    };
+    const first = root.dataset.drawn, oneHead = pick("head", "1"), otherLayer = pick("layer", "0");
+    pick("head", "all");
+    const lines = [...root.querySelectorAll("line")];
+    root.querySelector("text.at-query").dispatchEvent(new Event("mouseenter"));
+    const hovered = lines.filter(line => line.style.display !== "none").length;
+    root.dataset.selftest = JSON.stringify({first, oneHead, otherLayer, total: lines.length, hovered});
+  });
+}, 200));
+</script>"""
 RAW_TEX = re.compile(r"\\\(|\\\[|\$\$|\\frac|\\sqrt|\\text\{")
 
 
@@ -51,6 +74,7 @@ class PageScan(HTMLParser):
         self.remote_scripts: list[str] = []
         self.raw_tex: list[str] = []
         self.chart_divs: list[dict] = []  # open vega-embed containers and whether they got content
+        self.explorers: list[dict] = []  # attention explorers: their drawn state and the self-test record
         self._skip_depth = 0
         self._stack: list[str] = []
 
@@ -68,6 +92,9 @@ class PageScan(HTMLParser):
             self.remote_scripts.append(attrs["src"])
         if tag == "div" and (attrs.get("id") or "").startswith(("altair-viz", "vega")):
             self.chart_divs.append({"id": attrs["id"], "depth": len(self._stack), "filled": False})
+        if tag == "div" and "at-explorer" in (attrs.get("class") or "").split():
+            self.explorers.append({"id": attrs.get("id"), "drawn": attrs.get("data-drawn"),
+                                   "test": json.loads(attrs.get("data-selftest") or "null")})
         if tag in ("svg", "canvas"):
             for chart in self.chart_divs:
                 chart["filled"] = True
@@ -104,6 +131,21 @@ def render(chromium: str, page: Path, screenshot: Path | None) -> str:
         return dom.stdout
 
 
+def explorer_problems(explorers: list[dict]) -> list[str]:
+    problems = []
+    for e in explorers:
+        test, name = e["test"], f"attention explorer {e['id']}"
+        if not e["drawn"] or not test:
+            problems.append(f"{name} did not run its script")
+        elif int(test["first"].split(",")[-1]) == 0:
+            problems.append(f"{name} drew no lines")
+        elif len({test["first"], test["oneHead"], test["otherLayer"]}) < 3:
+            problems.append(f"{name} did not redraw when its head and layer selectors changed: {test}")
+        elif not 0 < test["hovered"] < test["total"]:
+            problems.append(f"{name} did not single out a word's lines on hover: {test}")
+    return problems
+
+
 def check_page(page: Path, dom: str) -> list[str]:
     scan = PageScan()
     scan.feed(dom)
@@ -113,6 +155,7 @@ def check_page(page: Path, dom: str) -> list[str]:
     problems += [f"raw TeX left in the text: {t!r}" for t in scan.raw_tex[:5]]
     problems += [f"script loaded from the network: {s}" for s in scan.remote_scripts]
     problems += [f"interactive chart {c['id']} is empty" for c in scan.chart_divs if not c["filled"]]
+    problems += explorer_problems(scan.explorers)
     for src in scan.images:
         url = urlparse(src)
         if url.scheme in ("http", "https"):
@@ -149,12 +192,22 @@ def main(argv: list[str] | None = None) -> int:
             failed = True
             continue
         shot = args.screenshots / f"{chapter}.png" if args.screenshots else None
-        dom = render(args.chromium, page, shot)
+        text = page.read_text(encoding="utf-8")
+        if "at-explorer" in text:  # render a copy beside the page with the explorer self-test added
+            tested = page.with_name(f".selftest-{page.name}")
+            tested.write_text(text.replace("</body>", EXPLORER_TEST + "</body>"), encoding="utf-8")
+            try:
+                dom = render(args.chromium, tested, shot)
+            finally:
+                tested.unlink()
+        else:
+            dom = render(args.chromium, page, shot)
         problems = check_page(page, dom)
         scan = PageScan()
         scan.feed(dom)
         status = "FAIL" if problems else "ok  "
-        print(f"{status} {chapter}: {scan.formulas} formulas typeset, {len(scan.images)} figures/charts")
+        explorers = f", {len(scan.explorers)} attention explorer(s) tested" if scan.explorers else ""
+        print(f"{status} {chapter}: {scan.formulas} formulas typeset, {len(scan.images)} figures/charts{explorers}")
         for problem in problems:
             print(f"     - {problem}")
         failed |= bool(problems)

@@ -1,0 +1,214 @@
+"""Capturing attention weights, merging pieces into words, the three views, the head search and the command."""
+
+import json
+import math
+import re
+
+import matplotlib
+import numpy as np
+import pytest
+import torch
+
+from annotated_transformer import visualize
+from annotated_transformer.config import TransformerConfig
+from annotated_transformer.layers import subsequent_mask
+from annotated_transformer.model import make_model
+from annotated_transformer.visualize import SentenceAttention
+
+SOURCE = ["▁It", "▁is", "▁making", "▁it", "▁more", "▁d", "iff", "icult", "</s>"]
+TARGET = ["<s>", "▁Es", "▁macht", "▁es", "▁schwer", "er"]
+
+
+def distributions(rng, *shape):
+    w = rng.random(shape)
+    return w / w.sum(-1, keepdims=True)
+
+
+def planted(layer=5, head=3, weight=0.9, seed=0) -> SentenceAttention:
+    """6 layers x 8 heads of random rows, except that (layer, head) sends `weight` from 'making' to '▁d'."""
+    rng = np.random.default_rng(seed)
+    s, t = len(SOURCE), len(TARGET)
+    encoder = distributions(rng, 6, 8, s, s) * 0.5
+    encoder /= encoder.sum(-1, keepdims=True)
+    row = np.full(s, (1 - weight) / (s - 1))
+    row[SOURCE.index("▁d")] = weight
+    encoder[layer - 1, head - 1, SOURCE.index("▁making")] = row
+    decoder = distributions(rng, 6, 8, t, t) * np.tril(np.ones((t, t)))
+    decoder /= decoder.sum(-1, keepdims=True)
+    return SentenceAttention("It is making it more difficult", "Es macht es schwerer", SOURCE, TARGET,
+                             encoder, decoder, distributions(rng, 6, 8, t, s))
+
+
+@pytest.fixture()
+def tiny():
+    torch.manual_seed(0)
+    return make_model(TransformerConfig(vocab_size=20, n_layers=2, d_model=32, d_ff=64, n_heads=4))
+
+
+def batch():
+    src = torch.tensor([[5, 6, 7, 8, 2], [9, 10, 2, 0, 0]])
+    tgt = torch.tensor([[1, 11, 12, 13], [1, 14, 15, 0]])
+    return src, tgt, (src != 0).unsqueeze(-2), (tgt != 0).unsqueeze(-2) & subsequent_mask(4)
+
+
+def test_capture_changes_no_output_and_restores_the_model(tiny):
+    src, tgt, src_mask, tgt_mask = batch()
+    tiny.train()  # the state a training loop would leave
+    modules = [m for m in tiny.modules() if isinstance(m, visualize.MultiHeadedAttention)]
+    tiny.eval()
+    before = tiny(src, tgt, src_mask, tgt_mask)
+    tiny.train()
+    visualize.attention_maps(tiny, src, tgt, src_mask, tgt_mask)
+    assert tiny.training
+    assert all(not m.keep_attention and m.attention_weights is None for m in modules)
+    tiny.eval()
+    assert torch.equal(before, tiny(src, tgt, src_mask, tgt_mask))
+
+
+def test_weights_are_distributions_with_padding_and_future_at_zero(tiny):
+    src, tgt, src_mask, tgt_mask = batch()
+    maps = visualize.attention_maps(tiny, src, tgt, src_mask, tgt_mask)
+    assert maps["encoder"].shape == (2, 2, 4, 5, 5)
+    assert maps["decoder"].shape == (2, 2, 4, 4, 4)
+    assert maps["cross"].shape == (2, 2, 4, 4, 5)  # target queries x source keys
+    for w in maps.values():
+        assert torch.allclose(w.sum(-1), torch.ones(()), atol=1e-6)
+    assert maps["encoder"][1, ..., 3:].abs().max() == 0  # padded source keys
+    assert maps["cross"][1, ..., 3:].abs().max() == 0
+    assert torch.triu(maps["decoder"], diagonal=1).abs().max() == 0  # future target positions
+    assert maps["decoder"][1, ..., 3].abs().max() == 0  # the padded target key
+
+
+def test_captured_weights_are_eq1_of_the_first_layer(tiny):
+    """Independent reference: softmax(x W_q (x W_k)^T / sqrt(d_k)) from the layer's own projections."""
+    src, tgt, src_mask, tgt_mask = batch()
+    maps = visualize.attention_maps(tiny, src, tgt, src_mask, tgt_mask)
+    tiny.eval()
+    with torch.no_grad():
+        x = tiny.src_embed(src[:1])[0]  # (5, 32): the first layer's input (post-norm: no norm before)
+        attn = tiny.encoder.layers[0].self_attn
+        q = (x @ attn.w_q.weight.T + attn.w_q.bias).view(5, 4, 8).transpose(0, 1)
+        k = (x @ attn.w_k.weight.T + attn.w_k.bias).view(5, 4, 8).transpose(0, 1)
+        expected = torch.softmax(q @ k.transpose(1, 2) / math.sqrt(8), dim=-1)
+    assert torch.allclose(maps["encoder"][0, 0], expected, atol=1e-6)
+
+
+def test_pieces_merge_into_words_and_rows_stay_distributions():
+    attn = planted()
+    merged = visualize.words(attn)
+    assert merged.src_labels == ["It", "is", "making", "it", "more", "difficult", "</s>"]
+    assert merged.tgt_labels == ["<s>", "Es", "macht", "es", "schwerer"]
+    assert np.allclose(merged.encoder.sum(-1), 1) and np.allclose(merged.cross.sum(-1), 1)
+    # the weight on "difficult" is the sum over its 3 pieces; from "schwerer" the mean of its 2 rows
+    assert np.isclose(merged.encoder[0, 0, 2, 5], attn.encoder[0, 0, 2, 5:8].sum())
+    assert np.isclose(merged.cross[1, 2, 4, 0], attn.cross[1, 2, 4:6, 0].mean())
+
+
+def test_line_view_draws_one_line_per_weight_from_the_query():
+    attn = planted(layer=5, head=3, weight=0.9)
+    ax = visualize.line_view(attn, layer=5, heads=[3], queries=["making"])
+    left = [t.get_text() for t in ax.texts if t.get_position()[0] < 0.5]
+    right = [t.get_text() for t in ax.texts if t.get_position()[0] > 0.5]
+    assert left == right == [p.replace("▁", "") for p in SOURCE]
+    query = SOURCE.index("▁making")
+    weights = attn.encoder[4, 2, query]
+    lines = ax.get_lines()
+    assert len(lines) == int((weights >= 0.02).sum())
+    for line in lines:
+        start, end = line.get_ydata()
+        assert start == query  # every line leaves from the chosen query
+        assert line.get_alpha() == pytest.approx(weights[int(end)])
+        assert matplotlib.colors.same_color(line.get_color(), visualize.HEAD_COLOURS[2])
+    strongest = max(lines, key=lambda line: line.get_alpha())
+    assert strongest.get_ydata()[1] == SOURCE.index("▁d")
+    matplotlib.pyplot.close("all")
+
+
+def test_grid_view_puts_queries_down_and_keys_across():
+    attn = planted()
+    fig = visualize.grid_view(attn, "cross", layers=[1, 2], heads=[1, 2, 3])
+    axes = np.array(fig.axes).reshape(2, 3)
+    image = axes[1, 2].images[0].get_array()
+    assert image.shape == (len(TARGET), len(SOURCE))  # target x source
+    assert np.allclose(image, attn.cross[1, 2])
+    assert [t.get_text() for t in axes[0, 0].get_yticklabels()] == [p.replace("▁", "") for p in TARGET]
+    assert [t.get_text() for t in axes[1, 0].get_xticklabels()] == [p.replace("▁", "") for p in SOURCE]
+    assert axes[1, 2].get_title() == "layer 2, head 3"
+    matplotlib.pyplot.close("all")
+
+
+def test_explorer_embeds_oriented_data_and_loads_nothing():
+    attn = visualize.words(planted())
+    page = visualize.explorer([attn])
+    payload = json.loads(re.search(r'<script type="application/json" class="at-data">(.*?)</script>', page,
+                                   re.S).group(1).replace("<\\/", "</"))
+    sentence = payload["sentences"][0]
+    assert sentence["labels"]["cross"] == [attn.tgt_labels, attn.src_labels]
+    cross = np.array(sentence["weights"]["cross"])
+    assert cross.shape == attn.cross.shape
+    assert np.allclose(cross, attn.cross, atol=0.005)
+    assert payload["layers"] == 6 and payload["heads"] == 8
+    assert "http" not in page.replace("http://www.w3.org/2000/svg", "")
+    assert page.count("<select") == 4
+
+
+def test_head_search_finds_the_planted_head_and_the_table_measures_it():
+    attn = visualize.words(planted(layer=5, head=3, weight=0.9))
+    scores = visualize.weight_between(attn, "making", ["difficult"])
+    assert visualize.best_heads(scores) == [(5, 3)]
+    assert scores[4, 2] == pytest.approx(0.9 + 2 * 0.1 / 8)  # "▁d" planted, "iff" and "icult" share the rest
+    shift = np.eye(7, k=-1)
+    shift[0, 0] = 1  # each word looks at the word before it (the first at itself)
+    attn.encoder[0, 0] = shift
+    row = next(r for r in visualize.head_table(attn) if (r["layer"], r["head"]) == (1, 1))
+    assert row["previous"] == pytest.approx(1.0) and row["next"] == 0
+    assert row["entropy"] == pytest.approx(0, abs=1e-9)
+    assert row["distance"] == pytest.approx(6 / 7)
+
+
+def test_stored_weights_round_trip_in_float16(tmp_path):
+    attn = planted()
+    visualize.save_attention(tmp_path / "a.npz", [attn], {"command": "test"})
+    (loaded,), about = visualize.load_attention(tmp_path / "a.npz")
+    assert about == {"command": "test"}
+    assert loaded.src_labels == SOURCE and loaded.target == attn.target
+    assert np.allclose(loaded.encoder, attn.encoder, atol=1e-3)
+
+
+@pytest.fixture()
+def stored(tmp_path):
+    path = tmp_path / "stored.npz"
+    visualize.save_attention(path, [planted(), planted(seed=1)], {"command": "test"})
+    return path
+
+
+def test_command_draws_from_stored_weights(stored, tmp_path):
+    png, page = tmp_path / "fig.png", tmp_path / "page.html"
+    assert visualize.main(["--stored", str(stored), "--index", "2", "--query", "making", "-o", str(png)]) == 0
+    assert png.read_bytes()[:4] == b"\x89PNG"
+    assert visualize.main(["--stored", str(stored), "--view", "explorer", "-o", str(page)]) == 0
+    assert 'class="at-explorer"' in page.read_text()
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--heads", "9"], "head [9] out of range: this model has heads 1 to 8"),
+    (["--layer", "7"], "layer [7] out of range"),
+    (["--query", "nowhere"], "'nowhere' is not a token of this sentence"),
+    (["--index", "3"], "--index 3"),
+])
+def test_command_rejects_bad_choices_clearly(stored, argv, message, capsys):
+    assert visualize.main(["--stored", str(stored), *argv]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_command_rejects_an_empty_sentence_and_a_missing_run(tmp_path, capsys):
+    assert visualize.main(["--run", str(tmp_path / "nothing"), "A sentence."]) == 2
+    assert "no checkpoints" in capsys.readouterr().err
+    assert visualize.main(["--stored", str(tmp_path / "missing.npz")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    assert visualize.main(["  "]) == 2
+    assert "the sentence is empty" in capsys.readouterr().err
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n\n")
+    assert visualize.main(["-i", str(empty)]) == 2
+    assert "has no sentence" in capsys.readouterr().err
