@@ -146,11 +146,12 @@ def explorer_problems(explorers: list[dict]) -> list[str]:
     return problems
 
 
-def check_page(page: Path, dom: str) -> list[str]:
+def check_page(page: Path, source: str, dom: str) -> tuple[PageScan, list[str]]:
+    """The scan of the rendered DOM and what is wrong with it; ``source`` is the page's HTML as built."""
     scan = PageScan()
     scan.feed(dom)
     problems = []
-    if scan.formulas == 0 and 'class="math' in page.read_text(encoding="utf-8"):
+    if scan.formulas == 0 and 'class="math' in source:
         problems.append("MathJax typeset no formula (is MathJax loaded from _static?)")
     problems += [f"raw TeX left in the text: {t!r}" for t in scan.raw_tex[:5]]
     problems += [f"script loaded from the network: {s}" for s in scan.remote_scripts]
@@ -169,7 +170,7 @@ def check_page(page: Path, dom: str) -> list[str]:
         elif target.suffix == ".svg" and not re.search(r'class="[^"]*(mark-|role-mark)', target.read_text("utf-8")):
             if "<path" not in target.read_text("utf-8"):
                 problems.append(f"chart has nothing drawn: {src}")
-    return problems
+    return scan, problems
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -202,9 +203,7 @@ def main(argv: list[str] | None = None) -> int:
                 tested.unlink()
         else:
             dom = render(args.chromium, page, shot)
-        problems = check_page(page, dom)
-        scan = PageScan()
-        scan.feed(dom)
+        scan, problems = check_page(page, text, dom)
         status = "FAIL" if problems else "ok  "
         explorers = f", {len(scan.explorers)} attention explorer(s) tested" if scan.explorers else ""
         print(f"{status} {chapter}: {scan.formulas} formulas typeset, {len(scan.images)} figures/charts{explorers}")
