@@ -61,7 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="translate (default) or the copy task of the first-example chapter")
     parser.add_argument("--preset", choices=list(trainer.RUN_PRESETS), default=DEFAULT_PRESET,
                         help=f"model and run settings to start from (default: {DEFAULT_PRESET}); "
-                        "base and big are the paper's; A-h1 ... E-learned are the rows of Table 3")
+                        "figure trains the 6-layer model of the attention figures; base and big are the paper's; "
+                        "A-h1 ... E-learned are the rows of Table 3")
     parser.add_argument("--no-progress", action="store_true", help="print metric lines instead of a progress bar")
     for title, cls, defaults in (("model (§3, Table 3)", TransformerConfig, model_default),
                                  ("run (§5)", trainer.RunConfig, run_default)):
