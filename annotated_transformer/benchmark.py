@@ -41,14 +41,15 @@ def main(argv: list[str] | None = None) -> int:
         "recomputation of the prefix at every step, on the CPU, and print the speed-up. Uses a trained "
         "run's weights with --run, else the multi30k preset's architecture with random weights (the "
         "timing depends on the shapes only).")
-    parser.add_argument("--run", type=Path, help="a run folder to take the model from")
+    parser.add_argument("--run", "--out-dir", type=Path, metavar="DIR", help="a run folder to take the model from")
     parser.add_argument("--length", type=int, default=50, help="output tokens per sentence (default: %(default)s)")
     parser.add_argument("--src-len", type=int, default=20, help="source tokens per sentence (default: %(default)s)")
     parser.add_argument("--batch", type=int, nargs="+", default=[1, 32], help="batch sizes (default: 1 32)")
-    parser.add_argument("--beam", type=int, nargs="+", default=[1, 4], help="beam sizes; 1 is greedy (default: 1 4)")
+    parser.add_argument("--beam-size", "--beam", type=int, nargs="+", default=[1, 4], metavar="K",
+                        help="beam sizes; 1 is greedy (default: 1 4)")
     parser.add_argument("--repeat", type=int, default=3, help="timings per setting, the best is kept")
     args = parser.parse_args(argv)
-    if min(args.batch + args.beam + [args.length, args.src_len, args.repeat]) < 1:
+    if min(args.batch + args.beam_size + [args.length, args.src_len, args.repeat]) < 1:
         print("error: every number must be positive", file=sys.stderr)
         return 2
     if args.run:
@@ -64,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
           f"threads, best of {args.repeat}")
     print(f"{'batch':>6} {'beam':>5} {'recompute (s)':>14} {'cached (s)':>11} {'speed-up':>9}")
     for batch in args.batch:
-        for beam in args.beam:
+        for beam in args.beam_size:
             full, cached = (time_decoding(model, batch, beam, args.length, args.src_len, incremental, args.repeat)
                             for incremental in (False, True))
             print(f"{batch:>6} {beam:>5} {full:>14.3f} {cached:>11.3f} {full / cached:>8.1f}x")

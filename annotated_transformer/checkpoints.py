@@ -96,8 +96,13 @@ def available_average(run_dir: Path, wanted: int) -> int:
     return max(min(wanted, len(checkpoints(run_dir))), 1)
 
 
+MODEL_FILE_FORMAT = "annotated-transformer-model/1"  # a self-contained model file, written by `export`
+
+
 def load_model(paths: list[Path], device: str = "cpu"):
-    """The model (in eval mode, averaged over ``paths``), its vocabulary and the run's settings."""
+    """The model (in eval mode, averaged over ``paths``), its vocabulary and the run's settings.
+
+    ``paths`` are checkpoints of one run folder, or a single model file written by ``export``."""
     import sentencepiece as spm
 
     last = load_checkpoint(paths[-1])  # each file is read once
@@ -106,9 +111,15 @@ def load_model(paths: list[Path], device: str = "cpu"):
     model = make_model(config)
     earlier = (load_checkpoint(p)["model"] for p in paths[:-1])
     model.load_state_dict(average_weights(chain([last["model"]], earlier)))
+    if last.get("format") == MODEL_FILE_FORMAT:  # the vocabulary travels inside the file
+        sp = spm.SentencePieceProcessor(model_proto=last["sentencepiece"].numpy().tobytes())
+        return model.to(device).eval(), sp, settings
     vocab_dir = paths[-1].parent.parent / "vocab"
     vocabularies = sorted(vocab_dir.glob("*.model"))
     if len(vocabularies) != 1:
-        raise CheckpointError(f"expected one SentencePiece model in {vocab_dir}, found {len(vocabularies)}")
+        raise CheckpointError(
+            f"{paths[-1]} needs its run folder: its vocabulary is read from {vocab_dir}, which holds "
+            f"{len(vocabularies)} SentencePiece models instead of one. Use the checkpoint where training wrote "
+            "it (--run RUN), or share one self-contained file made by python -m annotated_transformer.export")
     sp = spm.SentencePieceProcessor(model_file=str(vocabularies[0]))
     return model.to(device).eval(), sp, settings

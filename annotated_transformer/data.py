@@ -207,7 +207,7 @@ def load_text(split: str, src: str, tgt: str, data_dir: Path) -> list[tuple[str,
         files = (data_dir / f"{split}.{src}{suffix}", data_dir / f"{split}.{tgt}{suffix}")
         if all(f.is_file() for f in files):
             return read_parallel(*files)
-    raise DataError(f"expected {data_dir}/{split}.{src} and {data_dir}/{split}.{tgt} (or .gz) for --dataset text")
+    raise DataError(f"expected {data_dir}/{split}.{src} and {data_dir}/{split}.{tgt} (or .gz) for --corpus text")
 
 
 def load_pairs(corpus: str, split: str, src: str, tgt: str, data_dir: Path | None = None) -> list[tuple[str, str]]:

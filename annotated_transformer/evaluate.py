@@ -20,6 +20,7 @@ TEST_SETS = {  # name: (corpus, split); languages come from the run
     "newstest2013": ("wmt14", "dev"),
     "newstest2014": ("wmt14", "test"),  # the full 3003-sentence set
 }
+TEST_SET_ALIASES = {"multi30k/2016": "multi30k-test2016", "wmt13": "newstest2013", "wmt14/full": "newstest2014"}
 
 
 def split_compounds(text: str) -> str:
@@ -75,12 +76,15 @@ def main(argv: list[str] | None = None) -> int:
         "signature (the number to compare across papers), chrF, and the tokenized, compound-split BLEU "
         "the paper reported. Works offline from a local data directory. Scores are appended to "
         "RUN/eval/results.jsonl and the translations written beside it.")
-    parser.add_argument("--test-set", choices=list(TEST_SETS),
-                        help="default: the test split of the run's corpus (multi30k-test2016 for Multi30k, "
-                        "newstest2014 for WMT14)")
+    parser.add_argument("--test-set", choices=[*TEST_SETS, *TEST_SET_ALIASES], metavar="NAME",
+                        help=f"one of {', '.join(TEST_SETS)}, or sacreBLEU's name for it "
+                        f"({', '.join(TEST_SET_ALIASES)}); default: the test split of the run's corpus "
+                        "(multi30k-test2016 for Multi30k, newstest2014 for WMT14)")
     parser.add_argument("--data-dir", type=Path, help="data directory (default: the run's, else $AT_DATA_DIR "
                         "or the download cache)")
-    parser.add_argument("--limit", type=int, default=0, help="score only the first N sentences (0: all)")
+    parser.add_argument("--limit", type=int, default=0, metavar="N",
+                        help="score only the first N sentences (0: all); the score is filed as NAME.first-N, "
+                        "never under the full test set's name")
     add_model_arguments(parser)
     args = parser.parse_args(argv)
     try:
@@ -88,21 +92,24 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError("--limit must be at least 0")
         model, sp, settings, paths, device = model_from_args(args)
         src_lang, tgt_lang, corpus = (settings["run"][k] for k in ("src_lang", "tgt_lang", "corpus"))
-        corpus_split = TEST_SETS[args.test_set] if args.test_set else (corpus, settings["run"]["test_split"])
-        name = args.test_set or next((k for k, v in TEST_SETS.items() if v == corpus_split), "-".join(corpus_split))
+        test_set = TEST_SET_ALIASES.get(args.test_set, args.test_set)
+        corpus_split = TEST_SETS[test_set] if test_set else (corpus, settings["run"]["test_split"])
+        name = test_set or next((k for k, v in TEST_SETS.items() if v == corpus_split), "-".join(corpus_split))
         data_dir = args.data_dir or (Path(settings["run"]["data_dir"]) if settings["run"]["data_dir"] else None)
         pairs = data.load_pairs(*corpus_split, src_lang, tgt_lang, data_dir)
-        pairs = pairs[: args.limit] if args.limit else pairs
-        print(f"{name} {src_lang}->{tgt_lang}: {len(pairs)} sentences, beam {args.beam}, alpha {args.alpha}, "
+        if args.limit and args.limit < len(pairs):  # a part of the set is scored under a name that says so
+            name, pairs = f"{name}.first-{args.limit}", pairs[: args.limit]
+        print(f"{name} {src_lang}->{tgt_lang}: {len(pairs)} sentences, beam {args.beam_size}, alpha {args.alpha}, "
               f"{', '.join(p.name for p in paths)}, on {device}", file=sys.stderr)
-        hypotheses, summary, result = evaluate(model, sp, pairs, tgt_lang, device, args.beam, args.alpha,
-                                               args.max_extra, args.batch_tokens, progress=not args.no_progress)
+        hypotheses, summary, result = evaluate(model, sp, pairs, tgt_lang, device, args.beam_size, args.alpha,
+                                               args.max_extra, args.eval_batch_tokens, progress=args.progress)
     except (data.DataError, CheckpointError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    out = Path(paths[-1]).parent.parent / "eval"
+    weights = Path(paths[-1])  # scores go into the run folder, or beside a model file
+    out = weights.parent.parent / "eval" if weights.parent.name == "checkpoints" else weights.with_suffix(".eval")
     out.mkdir(exist_ok=True)
-    stem = f"{name}.beam{args.beam}.alpha{args.alpha}.avg{len(paths)}"
+    stem = f"{name}.beam{args.beam_size}.alpha{args.alpha}.avg{len(paths)}"
     (out / f"{stem}.hyp").write_text("".join(h + "\n" for h in hypotheses), encoding="utf-8")
     summary = {"test_set": name, "checkpoints": [p.name for p in paths], **summary}
     with open(out / "results.jsonl", "a", encoding="utf-8") as f:

@@ -24,13 +24,12 @@ from annotated_transformer.scale import at_scale
 DEFAULT_PRESET = "multi30k"
 
 
+METAVARS = {"out_dir": "DIR", "data_dir": "DIR", "device": "DEVICE", "src_lang": "LANG", "tgt_lang": "LANG",
+            "train_split": "SPLIT", "valid_split": "SPLIT", "test_split": "SPLIT"}
+CHOICES = {"corpus": ("multi30k", "wmt14", "text"), "positional": ("sinusoidal", "learned")}
+
+
 def _parse_value(kind, text: str):
-    if kind is bool or kind == "bool":
-        if text.lower() in ("1", "true", "yes", "on"):
-            return True
-        if text.lower() in ("0", "false", "no", "off"):
-            return False
-        raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
     if "None" in str(kind) and text.lower() == "none":
         return None
     base = int if "int" in str(kind) else float if "float" in str(kind) else str
@@ -48,39 +47,73 @@ class _Parser(argparse.ArgumentParser):
         super().error(message)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    model_default, run_default = trainer.RUN_PRESETS[DEFAULT_PRESET]
+def add_field_option(group, f: dataclasses.Field, default) -> None:
+    """``--name`` for one configuration field: booleans as --x/--no-x, a metavar saying what a value is."""
+    names = [f"--{f.name.replace('_', '-')}", *trainer.OPTION_ALIASES.get(f.name, ())]
+    help_text = f"{f.metadata['help']} (default: {default!r})"
+    if f.type in (bool, "bool"):
+        group.add_argument(*names, dest=f.name, default=None, action=argparse.BooleanOptionalAction, help=help_text)
+        return
+    kind = str(f.type)
+    metavar = METAVARS.get(f.name, "N" if "int" in kind else "X" if "float" in kind else "TEXT")
+    group.add_argument(*names, dest=f.name, default=None, choices=CHOICES.get(f.name),
+                       metavar=None if f.name in CHOICES else metavar,
+                       type=lambda text, kind=f.type: _parse_value(kind, text), help=help_text)
+
+
+def build_parser(preset: str = DEFAULT_PRESET) -> argparse.ArgumentParser:
+    """The command's options; the defaults shown in ``--help`` are those of ``preset``."""
+    model_default, run_default = trainer.RUN_PRESETS[preset]
     parser = _Parser(
         prog="python -m annotated_transformer.train",
         description="Train a Transformer translation model (default: English to German on Multi30k, sized "
         "for a laptop CPU, then sacreBLEU on the test set), or the copy task with --task copy. "
-        "Running the same command again resumes from the last checkpoint in --out-dir. "
-        "Launch with torchrun for several processes or GPUs.",
+        "Running the same command again resumes from the last checkpoint in the run folder (--run); "
+        "a finished run reports its result. Launch with torchrun for several processes or GPUs.",
+        epilog="--help --preset NAME shows the defaults of that preset; --print-config shows the settings a "
+        "command would train with, without training.",
     )
     parser.add_argument("--task", choices=["translate", "copy"], default="translate",
                         help="translate (default) or the copy task of the first-example chapter")
-    parser.add_argument("--preset", choices=list(trainer.RUN_PRESETS), default=DEFAULT_PRESET,
-                        help=f"model and run settings to start from (default: {DEFAULT_PRESET}); "
-                        "figure trains the 6-layer model of the attention figures; base and big are the paper's; "
-                        "A-h1 ... E-learned are the rows of Table 3")
-    parser.add_argument("--no-progress", action="store_true", help="print metric lines instead of a progress bar")
+    parser.add_argument("--preset", choices=list(trainer.RUN_PRESETS), default=preset, metavar="NAME",
+                        help=f"model and run settings to start from (default: {DEFAULT_PRESET}): "
+                        f"{', '.join(trainer.RUN_PRESETS)}; figure trains the 6-layer model of the attention "
+                        "figures; base and big are the paper's; A-h1 ... E-learned are the rows of Table 3")
+    parser.add_argument("--print-config", action="store_true",
+                        help="print the model and run settings as JSON and exit without training")
+    parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True,
+                        help="a progress bar, or metric lines with --no-progress (default: progress bar)")
     for title, cls, defaults in (("model (§3, Table 3)", TransformerConfig, model_default),
                                  ("run (§5)", trainer.RunConfig, run_default)):
-        group = parser.add_argument_group(f"{title} settings; defaults shown are the {DEFAULT_PRESET} preset's")
+        group = parser.add_argument_group(f"{title} settings; defaults shown are the {preset} preset's")
         for f in dataclasses.fields(cls):
-            group.add_argument(f"--{f.name.replace('_', '-')}", dest=f.name, default=None, metavar="V",
-                               type=lambda text, kind=f.type: _parse_value(kind, text),
-                               help=f"{f.metadata['help']} (default: {getattr(defaults, f.name)!r})")
+            add_field_option(group, f, getattr(defaults, f.name))
     return parser
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """Arguments, read with the help and defaults of the preset that ``--preset`` names."""
+    first = argparse.ArgumentParser(add_help=False)
+    first.add_argument("--preset", choices=list(trainer.RUN_PRESETS), default=DEFAULT_PRESET)
+    known, _ = first.parse_known_args(argv)
+    return build_parser(known.preset).parse_args(argv)
 
 
 def configs_from_args(args) -> tuple[TransformerConfig, trainer.RunConfig]:
     model_config, run_config = trainer.RUN_PRESETS[args.preset]
     model_names = {f.name for f in dataclasses.fields(TransformerConfig)}
-    given = {k: v for k, v in vars(args).items() if v is not None and k not in ("task", "preset", "no_progress")}
+    run_names = {f.name for f in dataclasses.fields(trainer.RunConfig)}
+    given = {k: v for k, v in vars(args).items() if v is not None}
     model_config = model_config.replace(**{k: v for k, v in given.items() if k in model_names})
-    run_config = run_config.replace(**{k: v for k, v in given.items() if k not in model_names})
+    run_config = run_config.replace(**{k: v for k, v in given.items() if k in run_names})
     return model_config, run_config
+
+
+def finished(run_config) -> dict | None:
+    """The stored result of a run that has trained all its updates and been scored, else None."""
+    path = Path(run_config.out_dir) / "results.json"
+    result = json.loads(path.read_text()) if path.is_file() else None
+    return result if result and result.get("updates", 0) >= run_config.max_steps else None
 
 
 def translate_and_score(result: dict, run_config, progress: bool) -> dict:
@@ -109,23 +142,32 @@ def translate_and_score(result: dict, run_config, progress: bool) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parse_args(argv)
     try:
         model_config, run_config = configs_from_args(args)
+        if args.print_config:
+            print(json.dumps({"preset": args.preset, "model": model_config.to_dict(),
+                              "run": dataclasses.asdict(run_config)}, indent=2))
+            return 0
         if args.task == "copy":
             steps = args.max_steps or at_scale(smoke=100, laptop=1500)
             device = trainer.resolve_device(run_config.device)
             task = CopyTask()
             model, losses = train_copy_task(task, steps=steps, seed=run_config.seed, device=device,
-                                            progress=not args.no_progress)
+                                            progress=args.progress)
             accuracy = copy_accuracy(model, task, n=1000, device=device)
             print(f"trained {len(losses)} updates, final loss {losses[-1]:.4f}")
             print(f"held-out exact match: {accuracy:.1%} of 1000 sequences (greedy decoding)")
             return 0
-        result = trainer.train(model_config, run_config, progress=not args.no_progress)
+        done = finished(run_config)
+        if done:
+            print(f"{run_config.out_dir} is finished: {done['updates']:,} updates, sacreBLEU {done['bleu']} on "
+                  f"{done['split']} ({done['bleu_signature']}). To train further, raise --max-steps; to score "
+                  f"it again, python -m annotated_transformer.evaluate --run {run_config.out_dir}")
+            return 0
+        result = trainer.train(model_config, run_config, progress=args.progress)
         if result["rank"] == 0 and not result["interrupted"]:
-            translate_and_score(result, run_config, progress=not args.no_progress)
+            translate_and_score(result, run_config, progress=args.progress)
         return 130 if result["interrupted"] else 0
     except (data.DataError, CheckpointError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)

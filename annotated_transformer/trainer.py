@@ -6,6 +6,7 @@ import json
 import math
 import os
 import signal
+import socket
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -67,6 +68,7 @@ class RunConfig:
             raise ValueError("lr_factor must be positive; max_minutes, save_every_minutes and alpha at least 0")
         if not self.save_every and not self.save_every_minutes:
             raise ValueError("checkpoints need a schedule: set save_every (updates) or save_every_minutes")
+        object.__setattr__(self, "out_dir", os.path.normpath(self.out_dir))  # "runs/x/" is the run "runs/x"
         if self.keep_checkpoints < self.average:
             raise ValueError(f"keep_checkpoints={self.keep_checkpoints} keeps fewer checkpoints than the "
                              f"{self.average} to average")
@@ -84,6 +86,11 @@ PAPER_RUN = RunConfig(corpus="wmt14", valid_split="dev", max_sentence_tokens=256
 TABLE3_RUN = PAPER_RUN.replace(test_split="dev", average=1)  # §6.2: newstest2013, no checkpoint averaging
 FIGURE_MODEL = MULTI30K_MODEL.replace(n_layers=6, n_heads=8)  # the paper's depth and head count for Figures 3-5
 FIGURE_RUN = MULTI30K_RUN.replace(warmup=600, lr_factor=0.25, max_steps=1200, out_dir="runs/multi30k-figure")
+
+# Each setting has one option name in every command (train, translate, evaluate, visualize); the names
+# fairseq users know are accepted as well.
+OPTION_ALIASES = {"out_dir": ("--run",), "batch_tokens": ("--max-tokens",), "accumulate": ("--update-freq",),
+                  "beam_size": ("--beam",), "alpha": ("--lenpen",)}
 
 RUN_PRESETS = {
     "multi30k": (MULTI30K_MODEL, MULTI30K_RUN),
@@ -150,13 +157,19 @@ class MetricsLog:
                     self.board.add_scalar(key, value, record.get("step", 0))
 
 
-def prepare_data(run: RunConfig, vocab_size: int, out_dir: Path, rank: int = 0, say=print):
-    """Load, tokenize and filter the training and validation splits; train (or reuse) the vocabulary."""
+def load_splits(run: RunConfig) -> tuple[list, list]:
+    """The training and validation pairs as text; a missing or malformed file is an error before anything
+    is written into the run folder."""
     data_dir = Path(run.data_dir) if run.data_dir else None
     train_pairs = data.load_pairs(run.corpus, run.train_split, run.src_lang, run.tgt_lang, data_dir)
     if run.max_train_pairs:
         train_pairs = train_pairs[: run.max_train_pairs]
-    valid_pairs = data.load_pairs(run.corpus, run.valid_split, run.src_lang, run.tgt_lang, data_dir)
+    return train_pairs, data.load_pairs(run.corpus, run.valid_split, run.src_lang, run.tgt_lang, data_dir)
+
+
+def prepare_data(run: RunConfig, vocab_size: int, out_dir: Path, splits: tuple, rank: int = 0, say=print):
+    """Tokenize and filter the training and validation pairs; train (or reuse) the vocabulary."""
+    train_pairs, valid_pairs = splits
     if rank == 0:  # one process trains the vocabulary; the others wait and reuse the cached file
         sp = data.train_shared_vocab(train_pairs, vocab_size, out_dir / "vocab")
     if dist.is_initialized():
@@ -190,7 +203,34 @@ def validation_loss(model, pairs, batch_tokens: int, device) -> float:
 
 # Settings that may change when a run resumes: they do not alter what was trained so far.
 AFTER_TRAINING = ("max_steps", "max_minutes", "eval_batch_tokens", "average", "beam_size", "alpha", "data_dir",
-                  "log_every", "device")
+                  "log_every", "device", "out_dir")
+
+
+class RunLock:
+    """One training process per run folder: an operating-system lock on ``RUN/train.lock``, released when
+    the process ends, even by a crash. Two writers would interleave their checkpoints and metrics."""
+
+    def __init__(self, out_dir: Path):
+        out_dir.mkdir(parents=True, exist_ok=True)
+        self.file = open(out_dir / "train.lock", "a+", encoding="utf-8")
+        try:
+            import fcntl
+        except ImportError:  # Windows has no advisory file locks; there, one writer is up to the user
+            return
+        try:
+            fcntl.flock(self.file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            self.file.seek(0)
+            holder = self.file.read().strip() or "another process"
+            self.file.close()
+            raise ValueError(f"{out_dir} is being trained by {holder}; wait for it to finish (the same command "
+                             "then resumes or reports the result), or choose another --run") from None
+        self.file.truncate(0)
+        self.file.write(f"process {os.getpid()} on {socket.gethostname()}\n")
+        self.file.flush()
+
+    def release(self) -> None:
+        self.file.close()
 
 
 def check_same_run(path: Path, settings: dict) -> None:
@@ -265,6 +305,7 @@ class Session:
     optimizer: torch.optim.Optimizer
     scheduler: torch.optim.lr_scheduler.LambdaLR
     log: MetricsLog
+    lock: RunLock | None  # held by rank 0 while the process trains
     autocast: object = None
 
     def say(self, *args) -> None:
@@ -279,7 +320,9 @@ def start(model_config: TransformerConfig, run: RunConfig) -> Session:
     settings = {"model": model_config.to_dict(), "run": asdict(run), "world_size": world}
     check_same_run(out_dir / "config.json", settings)
     torch.manual_seed(run.seed)
-    sp, train_pairs, valid_pairs = prepare_data(run, model_config.vocab_size, out_dir, rank,
+    splits = load_splits(run)  # nothing is written before the data have loaded
+    lock = RunLock(out_dir) if rank == 0 else None
+    sp, train_pairs, valid_pairs = prepare_data(run, model_config.vocab_size, out_dir, splits, rank,
                                                 say=print if rank == 0 else lambda *a: None)
     if rank == 0 and not (out_dir / "config.json").is_file():  # written once the data have loaded
         (out_dir / "config.json").write_text(json.dumps(settings, indent=2))
@@ -290,7 +333,7 @@ def start(model_config: TransformerConfig, run: RunConfig) -> Session:
     autocast = (lambda: torch.autocast("cuda", dtype=torch.bfloat16)) if on_gpu and run.bf16 else None
     return Session(run, model_config, rank, world, device, settings, sp, valid_pairs,
                    UpdateStream(train_pairs, run, world, rank), model, ddp, optimizer, scheduler,
-                   MetricsLog(out_dir, enabled=rank == 0), autocast)
+                   MetricsLog(out_dir, enabled=rank == 0), lock, autocast)
 
 
 def restore(s: Session) -> Position:
@@ -456,5 +499,7 @@ def train(model_config: TransformerConfig, run: RunConfig, progress: bool = True
             save(s, at, scheduled=False)
     if interrupt.requested:
         s.say(f"interrupted: saved update {at.step}; run the same command again to continue")
+    if s.lock is not None:
+        s.lock.release()
     return {"model": s.model, "sp": s.sp, "step": at.step, "interrupted": interrupt.requested,
             "device": s.device, "rank": s.rank, "minutes": at.minutes}

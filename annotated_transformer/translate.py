@@ -4,6 +4,7 @@
 """Command line: ``python -m annotated_transformer.translate --help``."""
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -13,57 +14,125 @@ from annotated_transformer.decoding import translate_sentences
 
 
 def add_model_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options shared by ``translate`` and ``evaluate``: which weights, and how to decode."""
+    """Options shared by ``translate`` and ``evaluate``: which weights, and how to decode. Each has the
+    name (and the aliases) of the same setting of ``train``."""
+    run = trainer.RunConfig()
     group = parser.add_argument_group("model and decoding")
-    group.add_argument("--run", type=Path, default=Path(trainer.RUN_PRESETS["multi30k"][1].out_dir),
-                       help="run folder written by annotated_transformer.train (default: %(default)s)")
-    group.add_argument("--checkpoint", type=Path, help="one checkpoint file (default: the run's last)")
+    group.add_argument("--run", "--out-dir", type=Path, default=Path(trainer.RUN_PRESETS["multi30k"][1].out_dir),
+                       metavar="DIR", help="run folder written by annotated_transformer.train (default: %(default)s)")
+    group.add_argument("--checkpoint", type=Path, metavar="FILE",
+                       help="one checkpoint of a run, or a model file written by annotated_transformer.export "
+                       "(default: the run's last checkpoint)")
     group.add_argument("--average", type=int, metavar="N",
                        help="average the weights of the run's last N checkpoints (default: the run's own "
                        "setting, as the main job did: 5 for the multi30k and base presets, 20 for big)")
-    group.add_argument("--beam", type=int, default=4, help="beam size; 1 is greedy decoding (default: %(default)s)")
-    group.add_argument("--alpha", type=float, default=0.6, help="length penalty α (default: %(default)s)")
-    group.add_argument("--max-extra", type=int, default=50,
+    group.add_argument("--beam-size", "--beam", type=int, default=run.beam_size, metavar="K",
+                       help="beam size; 1 is greedy decoding (default: %(default)s)")
+    group.add_argument("--alpha", "--lenpen", type=float, default=run.alpha, metavar="X",
+                       help="length penalty α (default: %(default)s)")
+    group.add_argument("--max-extra", type=int, default=50, metavar="N",
                        help="outputs may be this many tokens longer than the source (default: %(default)s)")
-    group.add_argument("--batch-tokens", type=int, default=6000,
+    group.add_argument("--eval-batch-tokens", type=int, default=run.eval_batch_tokens, metavar="N",
                        help="source tokens per batch times the beam size (default: %(default)s)")
-    group.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto (default: %(default)s)")
-    group.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    group.add_argument("--device", default="auto", metavar="DEVICE",
+                       help="cpu, cuda, cuda:N or auto (default: %(default)s)")
+    group.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True,
+                       help="progress bars on standard error (default: on)")
 
 
 def model_from_args(args):
-    if args.beam < 1 or args.alpha < 0 or args.max_extra < 0 or args.batch_tokens < 1:
-        raise ValueError("--beam and --batch-tokens must be positive, --alpha and --max-extra at least 0")
+    if args.beam_size < 1 or args.alpha < 0 or args.max_extra < 0 or args.eval_batch_tokens < 1:
+        raise ValueError("--beam-size and --eval-batch-tokens must be positive, --alpha and --max-extra at least 0")
     average = args.average
-    if average is None:  # the run's own setting, as far as its checkpoints allow
+    if average is None and args.checkpoint is None:  # the run's own setting, as far as its checkpoints allow
         config = Path(args.run) / "config.json"
         configured = json.loads(config.read_text())["run"].get("average", 1) if config.is_file() else 1
         average = available_average(args.run, configured)
-    paths = pick_checkpoints(args.run, args.checkpoint, average)
+    paths = pick_checkpoints(args.run, args.checkpoint, average or 1)
     device = trainer.resolve_device(args.device)
     model, sp, settings = load_model(paths, device)
     return model, sp, settings, paths, device
+
+
+LINE_BREAKS_INSIDE = re.compile(r"[\r\v\f\x1c-\x1e\x85\u2028\u2029]")
+
+
+def read_lines(text: str) -> list[str]:
+    """The lines of ``text``, ended by newlines only. Characters that Python's ``splitlines`` would also
+    break at (form feed, U+0085, U+2028, U+2029, ...) become spaces, so there is one line out per line in."""
+    lines = text.split("\n")
+    if lines[-1] == "":  # the newline that ends the last line starts no new one
+        lines.pop()
+    return [" ".join(LINE_BREAKS_INSIDE.sub(" ", line).split()) for line in lines]
+
+
+def fit_to_model(sp, lines: list[str], max_tokens: int) -> list[str]:
+    """Lines longer than the model can read (in subword tokens) are cut to their first ``max_tokens``,
+    with a warning that names each such line; every other line is left as it is."""
+    fitted = []
+    for number, (line, ids) in enumerate(zip(lines, sp.encode(lines)), start=1):
+        if len(ids) > max_tokens:
+            print(f"warning: line {number} has {len(ids)} subword tokens; the model reads at most {max_tokens}, "
+                  "so only its beginning is translated", file=sys.stderr)
+            line = sp.decode(ids[:max_tokens])
+        fitted.append(line)
+    return fitted
+
+
+def translate_lines(args, model, sp, settings, device, lines: list[str]) -> list[str]:
+    if not lines:
+        return []
+    longest = settings["model"]["max_len"] - args.max_extra - 2  # room for <eos> and the output's <bos>
+    if longest < 1:
+        raise ValueError(f"--max-extra {args.max_extra} leaves no room for a source in the model's "
+                         f"{settings['model']['max_len']} positions")
+    return translate_sentences(model, sp, fit_to_model(sp, lines, longest), device, args.beam_size, args.alpha,
+                               args.max_extra, args.eval_batch_tokens, progress=args.progress and len(lines) > 1)
+
+
+def read_input(args) -> str:
+    if args.input is not None:
+        with open(args.input, encoding="utf-8", newline="") as f:  # newline="": a lone \r does not end a line
+            return f.read()
+    stream = getattr(sys.stdin, "buffer", None)
+    return stream.read().decode("utf-8") if stream is not None else sys.stdin.read()
+
+
+def interactive(args, model, sp, settings, device) -> None:
+    """Translate each line as it is typed, until end of input (Ctrl-D)."""
+    print("type a sentence and press Enter; Ctrl-D ends", file=sys.stderr)
+    for line in sys.stdin:
+        print("".join(translate_lines(args, model, sp, settings, device, read_lines(line))), flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m annotated_transformer.translate",
         description="Translate text with a trained model: one sentence per line, from a file or standard "
-        "input, to a file or standard output (detokenized). Uses beam search with the paper's settings "
-        "(beam 4, α 0.6, up to 50 tokens longer than the input) unless told otherwise.")
-    parser.add_argument("--input", "-i", type=Path, help="text file to translate (default: standard input)")
-    parser.add_argument("--output", "-o", type=Path, help="where to write translations (default: standard output)")
+        "input, to a file or standard output (detokenized), exactly one output line per input line. Uses "
+        "beam search with the paper's settings (beam 4, α 0.6, up to 50 tokens longer than the input) unless "
+        "told otherwise. Typed at a terminal, it translates each line as you enter it.")
+    parser.add_argument("--input", "-i", type=Path, metavar="FILE",
+                        help="UTF-8 text file to translate (default: standard input)")
+    parser.add_argument("--output", "-o", type=Path, metavar="FILE",
+                        help="where to write translations (default: standard output)")
+    parser.add_argument("--interactive", action="store_true",
+                        help="translate standard input line by line as it arrives (the default at a terminal)")
     add_model_arguments(parser)
     args = parser.parse_args(argv)
     try:
         if args.input is not None and not args.input.is_file():
             raise data.DataError(f"no input file {args.input}")
-        model, sp, _, paths, device = model_from_args(args)
-        text = args.input.read_text(encoding="utf-8") if args.input else sys.stdin.read()
-        lines = text.splitlines()
+        model, sp, settings, paths, device = model_from_args(args)
+        if args.input is None and args.output is None and (args.interactive or sys.stdin.isatty()):
+            interactive(args, model, sp, settings, device)
+            return 0
+        lines = read_lines(read_input(args))
         print(f"translating {len(lines)} lines with {', '.join(p.name for p in paths)} on {device}", file=sys.stderr)
-        outputs = translate_sentences(model, sp, [line.strip() for line in lines], device, args.beam, args.alpha,
-                                      args.max_extra, args.batch_tokens, progress=not args.no_progress)
+        outputs = translate_lines(args, model, sp, settings, device, lines)
+    except UnicodeDecodeError as error:
+        print(f"error: the input is not UTF-8 text ({error})", file=sys.stderr)
+        return 2
     except (data.DataError, CheckpointError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

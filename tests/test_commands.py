@@ -7,7 +7,7 @@ import sys
 import pytest
 import torch
 
-from annotated_transformer import evaluate, train, translate
+from annotated_transformer import config, decoding, evaluate, export, model, train, translate
 from annotated_transformer.checkpoints import average_checkpoints, checkpoints, load_checkpoint
 from annotated_transformer.evaluate import scores, split_compounds
 
@@ -65,7 +65,7 @@ def test_translate_files_with_averaging(trained_run, tmp_path, text_corpus):
 @pytest.mark.parametrize("argv, message", [
     (["--average", "9"], "cannot average the last 9 checkpoints"),
     (["--input", "/nonexistent.txt"], "no input file"),
-    (["--beam", "0"], "--beam and --batch-tokens must be positive"),
+    (["--beam", "0"], "--beam-size and --eval-batch-tokens must be positive"),
 ])
 def test_translate_bad_input_is_a_clear_error(trained_run, capsys, argv, message):
     assert translate.main(["--run", str(trained_run), *argv]) == 2
@@ -85,15 +85,16 @@ def test_evaluate_prints_signatures_and_logs_results(trained_run, capsys):
     assert "signature: nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp" in out
     assert "chrF2 = " in out and "tokenized BLEU" in out
     logged = json.loads((trained_run / "eval" / "results.jsonl").read_text().splitlines()[-1])
-    assert logged["test_set"] == "text-test" and logged["sentences"] == 10 and logged["beam"] == 1
-    assert len((trained_run / "eval" / "text-test.beam1.alpha0.6.avg1.hyp").read_text().splitlines()) == 10
+    # --limit scores part of the set, and files it under a name that says so
+    assert logged["test_set"] == "text-test.first-10" and logged["sentences"] == 10 and logged["beam"] == 1
+    assert len((trained_run / "eval" / "text-test.first-10.beam1.alpha0.6.avg1.hyp").read_text().splitlines()) == 10
 
 
 def test_newstest2014_offline(shared_data, trained_run, capsys):
     argv = ["--run", str(trained_run), "--test-set", "newstest2014", "--data-dir", str(shared_data),
             "--limit", "5", "--beam", "1", "--max-extra", "5", "--no-progress"]
     assert evaluate.main(argv) == 0
-    assert "newstest2014 en->de" in capsys.readouterr().err
+    assert "newstest2014.first-5 en->de" in capsys.readouterr().err
 
 
 def test_compound_splitting_and_tokenized_bleu():
@@ -103,3 +104,75 @@ def test_compound_splitting_and_tokenized_bleu():
     assert result["bleu"].precisions[0] == pytest.approx(100 * 3 / 4)
     # Tokenized with compounds split, three of the four compound tokens match.
     assert result["tokenized_bleu"].precisions[0] == pytest.approx(100 * 5 / 6)
+
+
+def _translate_stdin(trained_run, text, monkeypatch, capsys, *argv):
+    monkeypatch.setattr(sys, "stdin", io.StringIO(text))
+    assert translate.main(["--run", str(trained_run), "--beam-size", "1", *argv]) == 0
+    return capsys.readouterr()
+
+
+def test_translate_keeps_one_line_per_line_whatever_it_contains(trained_run, monkeypatch, capsys):
+    # Python's str.splitlines() would break each of these lines in two: U+2028, U+0085, a form feed, U+2029
+    # and a carriage return. Only "\n" ends a line; the empty line and the "\r\n" ending are kept too.
+    text = "the cat\u2028runs\na dog\x85sleeps\nthe bird\x0csings\n\nthe man\u2029eats\r\nthe horse\rjumps\n"
+    out = _translate_stdin(trained_run, text, monkeypatch, capsys, "--no-progress").out
+    assert out.count("\n") == text.count("\n") == 6
+    assert out.split("\n")[3] == ""  # the empty line is translated to an empty line, in its place
+    assert translate.read_lines(text)[0] == "the cat runs"
+
+
+def test_translate_empty_input_writes_nothing(trained_run, monkeypatch, capsys):
+    captured = _translate_stdin(trained_run, "", monkeypatch, capsys)  # progress bars on
+    assert captured.out == "" and "translating (beam" not in captured.err
+
+
+def test_translate_cuts_a_line_too_long_for_the_model_and_says_which(trained_run, monkeypatch, capsys):
+    # --max-extra 1000 leaves 1024 - 1000 - 2 = 22 source tokens; the second line has many more.
+    text = "the cat runs\n" + "the red dog sees a small bird " * 10 + "\na man sleeps\n"
+    captured = _translate_stdin(trained_run, text, monkeypatch, capsys, "--max-extra", "1000", "--no-progress")
+    assert captured.out.count("\n") == 3
+    assert "warning: line 2 has" in captured.err and "line 1 " not in captured.err and "line 3" not in captured.err
+
+
+def test_translate_interactive_answers_each_line(trained_run, monkeypatch, capsys):
+    captured = _translate_stdin(trained_run, "the cat runs\na dog sleeps\n", monkeypatch, capsys,
+                                "--interactive", "--no-progress")
+    assert captured.out.count("\n") == 2 and "Ctrl-D" in captured.err
+
+
+def test_export_is_one_file_that_translates_as_the_run_does(trained_run, tmp_path, text_corpus, capsys):
+    shared = tmp_path / "shared" / "tiny.pt"
+    assert export.main(["--run", str(trained_run), "-o", str(shared)]) == 0
+    assert "step-0000008.pt, step-0000012.pt" in capsys.readouterr().out  # averaged as the run was scored
+    outputs = []
+    for weights in (["--run", str(trained_run)], ["--checkpoint", str(shared)]):
+        out = tmp_path / f"out{len(outputs)}.de"
+        assert translate.main([*weights, "-i", str(text_corpus / "test.en"), "-o", str(out), "--no-progress"]) == 0
+        outputs.append(out.read_text())
+    assert outputs[0] == outputs[1] and outputs[0].count("\n") == 20
+    # Without the package's loaders: torch.load with weights_only and the model builder, as the README shows.
+    import sentencepiece as spm
+
+    f = torch.load(shared, weights_only=True)
+    net = model.make_model(config.TransformerConfig(**f["settings"]["model"]))
+    net.load_state_dict(f["model"])
+    sp = spm.SentencePieceProcessor(model_proto=f["sentencepiece"].numpy().tobytes())
+    first = (text_corpus / "test.en").read_text().splitlines()[:3]
+    assert decoding.translate_sentences(net.eval(), sp, first) == outputs[0].splitlines()[:3]
+    assert "optimizer" not in f
+
+
+def test_a_checkpoint_out_of_its_run_folder_says_what_is_missing(trained_run, tmp_path, capsys):
+    alone = tmp_path / "step-0000012.pt"
+    alone.write_bytes((trained_run / "checkpoints" / "step-0000012.pt").read_bytes())
+    assert translate.main(["--checkpoint", str(alone), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "needs its run folder" in err and "annotated_transformer.export" in err and "Traceback" not in err
+
+
+def test_evaluate_accepts_sacrebleu_names(shared_data, trained_run, capsys):
+    argv = ["--run", str(trained_run), "--test-set", "wmt14/full", "--data-dir", str(shared_data),
+            "--limit", "2", "--beam", "1", "--max-extra", "2", "--no-progress"]
+    assert evaluate.main(argv) == 0
+    assert "newstest2014.first-2 en->de: 2 sentences" in capsys.readouterr().err

@@ -215,3 +215,58 @@ def test_a_stop_between_scheduled_checkpoints_is_resumed_but_not_averaged(text_c
     assert [p.name for p in checkpoints(tmp_path)] == ["step-0000004.pt", "step-0000008.pt", "step-0000012.pt"]
     assert latest_checkpoint(tmp_path).name == "step-0000012.pt"  # the stop's state is superseded and removed
     assert not list((tmp_path / "checkpoints").glob("resume-*.pt"))
+
+
+def test_a_failed_data_load_writes_nothing_and_the_retry_trains(text_corpus, tmp_path, capsys):
+    run = tmp_path / "run"
+    wrong = [a if a != str(text_corpus) else str(tmp_path / "no-such-data") for a in _cli(text_corpus, run)]
+    assert train.main([*wrong, "--max-steps", "2"]) == 2
+    assert "for --corpus text" in capsys.readouterr().err  # the error names the option that exists
+    assert not run.exists()
+    assert train.main([*_cli(text_corpus, run), "--max-steps", "2"]) == 0
+
+
+def test_a_finished_run_reports_instead_of_training_again(text_corpus, tmp_path, capsys):
+    assert train.main(_cli(text_corpus, tmp_path / "run", "--max-steps", "2")) == 0
+    lines = (tmp_path / "run" / "metrics.jsonl").read_text()
+    capsys.readouterr()
+    assert train.main(_cli(text_corpus, str(tmp_path / "run") + "/", "--max-steps", "2")) == 0  # DIR/ is DIR
+    out = capsys.readouterr().out
+    assert "is finished: 2 updates, sacreBLEU" in out and "model:" not in out
+    assert (tmp_path / "run" / "metrics.jsonl").read_text() == lines
+
+
+def test_a_second_trainer_on_the_same_folder_is_refused(text_corpus, tmp_path, capsys):
+    holder = trainer.RunLock(tmp_path / "run")  # as a process training into the folder holds it
+    try:
+        assert train.main(_cli(text_corpus, tmp_path / "run", "--max-steps", "2")) == 2
+        err = capsys.readouterr().err
+        assert "is being trained by process" in err and "Traceback" not in err
+    finally:
+        holder.release()
+    assert not (tmp_path / "run" / "checkpoints").exists()
+    assert train.main(_cli(text_corpus, tmp_path / "run", "--max-steps", "2")) == 0  # free again
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
+def test_asking_for_a_missing_gpu_is_a_clear_error(text_corpus, tmp_path, capsys):
+    assert train.main(_cli(text_corpus, tmp_path / "run", "--device", "cuda")) == 2
+    err = capsys.readouterr().err
+    assert "PyTorch sees no CUDA GPU" in err and "Traceback" not in err
+
+
+def test_print_config_resolves_preset_and_options_without_training(tmp_path, capsys):
+    argv = ["--preset", "base", "--no-bf16", "--max-tokens", "8000", "--update-freq", "2", "--run", str(tmp_path / "r")]
+    assert train.main([*argv, "--print-config"]) == 0
+    resolved = json.loads(capsys.readouterr().out)
+    assert resolved["model"]["d_model"] == 512 and resolved["run"]["bf16"] is False
+    assert resolved["run"]["batch_tokens"] == 8000 and resolved["run"]["accumulate"] == 2
+    assert resolved["run"]["warmup"] == 4000 and not (tmp_path / "r").exists()
+
+
+def test_help_shows_the_defaults_of_the_chosen_preset(capsys):
+    with pytest.raises(SystemExit):
+        train.main(["--help", "--preset", "big"])
+    out = capsys.readouterr().out
+    assert "defaults shown are the big preset's" in out and "(default: 1024)" in out  # big's d_model
+    assert "--no-bf16" in out and "--max-tokens" in out and "--lenpen" in out
