@@ -6,7 +6,9 @@ cells are the chapter's demonstrations. A module may grow over several chapters:
 imports of all its cells are gathered, deduplicated and sorted into one block at the top of the
 module (after its docstring), so each chapter's cell imports what it uses where the reader sees it.
 Each chapter also has an ``.ipynb`` twin with the same cells and no outputs, for people who prefer
-to open notebooks in Jupyter.
+to open notebooks in Jupyter. Saving a paired notebook from Jupyter writes outputs into the twin and a
+``jupytext_version`` line into the chapter's header; ``export`` removes both, so that running the
+notebooks leaves a clean tree.
 
     python -m annotated_transformer._literate export   # write modules and notebook twins
     python -m annotated_transformer._literate check    # fail if anything differs from the chapters
@@ -26,6 +28,7 @@ from pathlib import Path
 import jupytext
 import nbformat
 
+JUPYTEXT_VERSION_LINE = re.compile(r"^\s+jupytext_version: .*\n", re.MULTILINE)  # written by jupytext --sync
 EXPORT_MARKER = re.compile(r"^#\s*export:\s*([A-Za-z_][A-Za-z0-9_]*)\s*$")
 ANY_MARKER = re.compile(r"^\s*#\s*export\s*:", re.MULTILINE)
 HAND_WRITTEN = {"__init__.py", "_literate.py"}
@@ -195,9 +198,17 @@ def render_twin(chapter: Path) -> str:
     return jupytext.writes(nb, fmt="ipynb")
 
 
+def normalised_chapter(text: str) -> str:
+    """A chapter without the version line that jupytext adds to its header when Jupyter saves it."""
+    header_end = text.find("\n---", 3)
+    return JUPYTEXT_VERSION_LINE.sub("", text[:header_end]) + text[header_end:] if text.startswith("---") else text
+
+
 def export(root: Path) -> list[Path]:
     """Write every generated module and notebook twin; return the files that changed."""
     changed = []
+    for chapter in chapters(root):
+        changed += _write_if_different(chapter, normalised_chapter(chapter.read_text(encoding="utf-8")))
     package = root / PACKAGE
     wanted = render_modules(root)
     for filename, text in wanted.items():
@@ -226,6 +237,8 @@ def check(root: Path) -> list[str]:
         if path.name not in wanted and path.name not in HAND_WRITTEN:
             problems.append(f"{path.relative_to(root)} is not generated from any chapter")
     for chapter in chapters(root):
+        if normalised_chapter(text := chapter.read_text(encoding="utf-8")) != text:
+            problems.append(f"{chapter.relative_to(root)} has a jupytext_version line: run `make export`")
         twin = chapter.with_suffix(".ipynb")
         rel = twin.relative_to(root)
         if not twin.exists():

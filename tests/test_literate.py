@@ -169,3 +169,21 @@ def test_check_catches_changed_tags_in_a_twin(repo):
     code["metadata"]["scrolled"] = True  # Jupyter's own bookkeeping is not a difference
     twin_path.write_text(json.dumps(twin))
     assert any("01_first.ipynb and book/01_first.md differ in cell content or metadata" in p for p in check(repo))
+
+
+def test_export_cleans_up_after_a_notebook_saved_from_jupyter(repo):
+    export(repo)
+    chapter, twin_path = repo / "book" / "01_first.md", repo / "book" / "01_first.ipynb"
+    original = chapter.read_text()
+    # What Jupyter with jupytext pairing leaves behind: outputs in the twin, a version line in the chapter.
+    twin = json.loads(twin_path.read_text())
+    twin["cells"][1]["outputs"] = [{"output_type": "stream", "name": "stdout", "text": ["demo, not exported\n"]}]
+    twin_path.write_text(json.dumps(twin))
+    chapter.write_text(original.replace("    format_version: 0.13\n",
+                                        "    format_version: 0.13\n    jupytext_version: 1.17.2\n"))
+    problems = check(repo)
+    assert any("01_first.md has a jupytext_version line" in p for p in problems)
+    assert any("01_first.ipynb carries outputs" in p for p in problems)
+    export(repo)
+    assert check(repo) == [] and chapter.read_text() == original
+    assert "outputs\": [{" not in twin_path.read_text()
