@@ -1,54 +1,75 @@
-# Every target creates (or reuses) the virtual environment .venv with the package and its extras.
-#   make demo     train English->German on Multi30k (~30 min on a CPU) and print sacreBLEU on test2016
+# Each target creates (or reuses) the virtual environment .venv with what it needs: the main job
+# (demo, copy, bench) only the package; the book and the tests also its [book,dev] extras. Inside the
+# conda environment of environment.yml, that environment is used instead of .venv.
+#   make demo     train English->German on Multi30k (30-100 min on a CPU, 2 on a GPU) and print sacreBLEU on test2016
 #   make copy     train the copy-task model (about a minute) and print its held-out accuracy
 #   make bench    time 50-token decoding with the key/value cache against full recomputation
 #   make test     everything CI runs: unit tests, every notebook (smoke scale), sync check, book, offline check
-#   make export   regenerate annotated_transformer/*.py and the book/*.ipynb twins from the chapters
+#   make export   regenerate annotated_transformer/*.py and the book/*.ipynb twins from the chapters,
+#                 and clean what saving a notebook from Jupyter leaves behind (outputs, a version line)
 #   make check    fail if the package or a notebook twin differs from the chapters; lint
 #   make book     build the HTML book into _build/html (AT_SCALE as set, default laptop)
 
 PYTHON ?= python3
+ifeq ($(CONDA_DEFAULT_ENV),annotated-transformer)
+VENV ?= $(CONDA_PREFIX)
+else
 VENV ?= .venv
+endif
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+CORE := $(VENV)/.installed-core
+FULL := $(VENV)/.installed-full
+AT_SCALE ?= laptop
 
 .PHONY: help demo copy bench test export check book book-check clean
 
 help:
 	@sed -n 's/^#   //p' $(MAKEFILE_LIST)
 
-$(STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+# On Linux without an NVIDIA driver, PyTorch's CPU build first: a fraction of the default download.
+$(CORE): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) || { echo "python3 -m venv failed: on Debian or Ubuntu, apt-get install python3-venv"; exit 1; }
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e ".[book,dev]"
-	touch $(STAMP)
+	$(BIN)/python -c "import torch" 2>/dev/null || [ "$$(uname -s)" != Linux ] || command -v nvidia-smi >/dev/null || \
+	  $(BIN)/python -m pip install -q --timeout 20 --retries 0 "torch>=2.3,<2.15" --index-url https://download.pytorch.org/whl/cpu || true
+	$(BIN)/python -m pip install -q -e .
+	touch $(CORE)
 
-demo: $(STAMP)
+$(FULL): $(CORE)
+	$(BIN)/python -m pip install -q -e ".[book,dev]"
+	touch $(FULL)
+
+demo: $(CORE)
 	$(BIN)/python -m annotated_transformer.train $(ARGS)
 
-copy: $(STAMP)
+copy: $(CORE)
 	$(BIN)/python -m annotated_transformer.train --task copy
 
-bench: $(STAMP)
+bench: $(CORE)
 	$(BIN)/python -m annotated_transformer.benchmark $(ARGS)
 
-test: $(STAMP)
+test: $(FULL)
 	AT_SCALE=smoke $(BIN)/python -m pytest --nbmake tests book
 	$(MAKE) check
 	AT_SCALE=smoke $(MAKE) book
 	$(MAKE) book-check
 
-export: $(STAMP)
+export: $(FULL)
 	$(BIN)/python -m annotated_transformer._literate export
 
-check: $(STAMP)
+check: $(FULL)
 	$(BIN)/python -m annotated_transformer._literate check
 	$(BIN)/ruff check annotated_transformer tests tools
 
-book: $(STAMP)
-	$(BIN)/jupyter-book build . -W --keep-going
+# Chapters are executed again only when their code changed (execute_notebooks: cache), or when AT_SCALE
+# differs from the last build's, since the cache does not see environment variables.
+book: $(FULL)
+	@mkdir -p _build
+	@[ "$$(cat _build/.scale 2>/dev/null)" = "$(AT_SCALE)" ] || rm -rf _build/.jupyter_cache
+	@echo "$(AT_SCALE)" > _build/.scale
+	AT_SCALE=$(AT_SCALE) $(BIN)/jupyter-book build . -W --keep-going
 
-book-check: $(STAMP)
+book-check: $(FULL)
 	$(BIN)/python tools/check_offline_book.py
 
 clean:

@@ -74,7 +74,10 @@ def read_sgml(path: Path) -> list[str]:
 
 def read_parquet_pairs(paths: Sequence[Path], src_lang: str, tgt_lang: str) -> list[tuple[str, str]]:
     """(source, target) pairs from Parquet files with a ``translation`` column of {lang: text} records."""
-    import pyarrow.parquet as pq  # only needed for this format
+    try:
+        import pyarrow.parquet as pq  # only needed for this format
+    except ImportError:
+        raise DataError("reading WMT14's Parquet files needs pyarrow: pip install -e '.[wmt]'") from None
 
     pairs = []
     for path in paths:
@@ -126,7 +129,7 @@ def _fetch_hf_wmt14(config: str, folder: Path) -> None:
     try:
         import datasets
     except ImportError as error:
-        raise OSError("the 'datasets' package is not installed (pip install datasets)") from error
+        raise OSError("downloading WMT14 needs Hugging Face datasets: pip install -e '.[wmt]'") from error
     folder.mkdir(parents=True, exist_ok=True)
     datasets.load_dataset("wmt/wmt14", config, split="train").to_parquet(str(folder / "train-00000-of-00001.parquet"))
 

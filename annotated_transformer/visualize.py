@@ -370,7 +370,7 @@ def sentences_from(args) -> list[SentenceAttention]:
     model, sp, settings, paths, device = model_from_args(args)
     if args.save is None:  # one sentence is drawn: capture only that one
         lines = [lines[args.index - 1]]
-    captured = [capture(model, sp, line, args.target, device, args.beam) for line in lines]
+    captured = [capture(model, sp, line, args.target, device, args.beam_size) for line in lines]
     if args.save is not None:
         command = "python -m annotated_transformer.visualize " + " ".join(sys.argv[1:])
         save_attention(args.save, captured, {"command": command, "checkpoints": [p.name for p in paths],

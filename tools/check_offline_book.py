@@ -118,6 +118,18 @@ class PageScan(HTMLParser):
             self.raw_tex.append(data.strip()[:80])
 
 
+BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
+KNOWN_PATHS = ("/snap/bin/chromium", "/usr/lib/chromium/chromium",
+               "/Applications/Chromium.app/Contents/MacOS/Chromium",
+               "/Applications/Google Chrome.app/Contents/MacOS/Google Chrome")
+
+
+def find_chromium() -> str | None:
+    """The first Chromium or Chrome on PATH, else in a usual install location."""
+    found = next((path for name in BROWSERS if (path := shutil.which(name))), None)
+    return found or next((path for path in KNOWN_PATHS if Path(path).is_file()), None)
+
+
 def render(chromium: str, page: Path, screenshot: Path | None) -> str:
     with tempfile.TemporaryDirectory() as profile:
         common = [chromium, *NO_NETWORK, f"--user-data-dir={profile}", "--virtual-time-budget=15000"]
@@ -178,11 +190,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("chapters", nargs="*", default=DEFAULT_CHAPTERS, help="chapter names without suffix")
     parser.add_argument("--html", type=Path, default=Path("_build/html"), help="built book folder")
     parser.add_argument("--screenshots", type=Path, help="also save a PNG screenshot of each chapter here")
-    parser.add_argument("--chromium", default=shutil.which("chromium") or shutil.which("chromium-browser"),
-                        help="Chromium executable")
+    parser.add_argument("--chromium", default=find_chromium(),
+                        help="Chromium or Chrome executable (default: the first of " + ", ".join(BROWSERS) +
+                        " on PATH, or a usual install location)")
     args = parser.parse_args(argv)
     if not args.chromium:
-        parser.error("Chromium not found: install it (Debian/Ubuntu: apt-get install chromium) or pass --chromium")
+        parser.error("no Chromium or Chrome found. Install one: Debian 'apt-get install chromium'; Ubuntu "
+                     "'snap install chromium' (the apt package is a snap there too); Fedora 'dnf install chromium'; "
+                     "macOS 'brew install --cask chromium'; or pass --chromium /path/to/chrome")
     if args.screenshots:
         args.screenshots.mkdir(parents=True, exist_ok=True)
     failed = False
