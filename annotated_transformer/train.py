@@ -77,8 +77,8 @@ def build_parser(preset: str = DEFAULT_PRESET) -> argparse.ArgumentParser:
                         help="translate (default) or the copy task of the first-example chapter")
     parser.add_argument("--preset", choices=list(trainer.RUN_PRESETS), default=preset, metavar="NAME",
                         help=f"model and run settings to start from (default: {DEFAULT_PRESET}): "
-                        f"{', '.join(trainer.RUN_PRESETS)}; figure trains the 6-layer model of the attention "
-                        "figures; base and big are the paper's; A-h1 ... E-learned are the rows of Table 3")
+                        f"{', '.join(trainer.RUN_PRESETS)}; base and big are the paper's; A-h1 ... E-learned "
+                        "are the rows of Table 3")
     parser.add_argument("--print-config", action="store_true",
                         help="print the model and run settings as JSON and exit without training")
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True,

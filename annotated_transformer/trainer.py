@@ -84,8 +84,6 @@ PAPER_RUN = RunConfig(corpus="wmt14", valid_split="dev", max_sentence_tokens=256
                       max_steps=100_000, valid_every=1000, save_every=0, save_every_minutes=10.0, keep_checkpoints=5,
                       average=5, out_dir="runs/wmt14-en-de-base")
 TABLE3_RUN = PAPER_RUN.replace(test_split="dev", average=1)  # §6.2: newstest2013, no checkpoint averaging
-FIGURE_MODEL = MULTI30K_MODEL.replace(n_layers=6, n_heads=8)  # the paper's depth and head count for Figures 3-5
-FIGURE_RUN = MULTI30K_RUN.replace(warmup=600, lr_factor=0.25, max_steps=1200, out_dir="runs/multi30k-figure")
 
 # Each setting has one option name in every command (train, translate, evaluate, visualize); the names
 # fairseq users know are accepted as well.
@@ -94,7 +92,6 @@ OPTION_ALIASES = {"out_dir": ("--run",), "batch_tokens": ("--max-tokens",), "acc
 
 RUN_PRESETS = {
     "multi30k": (MULTI30K_MODEL, MULTI30K_RUN),
-    "figure": (FIGURE_MODEL, FIGURE_RUN),
     "base": (MODEL_PRESETS["base"], PAPER_RUN),
     "big": (MODEL_PRESETS["big"], PAPER_RUN.replace(max_steps=300_000, keep_checkpoints=20, average=20,
                                                     out_dir="runs/wmt14-en-de-big")),

@@ -159,11 +159,13 @@ def find_word(labels: list[str], word: str) -> int:
     return clean.index(word)
 
 
-def line_view(attn: SentenceAttention, kind: str = "encoder", layer: int = 5, heads: list[int] | None = None,
-              queries: list[str] | None = None, ax=None, min_weight: float = 0.02):
-    """The paper's drawing: queries left, keys right, a line per (head, query, key), opacity = weight."""
+def line_view(attn: SentenceAttention, kind: str = "encoder", layer: int | None = None,
+              heads: list[int] | None = None, queries: list[str] | None = None, ax=None, min_weight: float = 0.02):
+    """The paper's drawing: queries left, keys right, a line per (head, query, key), opacity = weight.
+
+    ``layer`` defaults to the second-to-last, the place of the paper's layer 5 of 6."""
     weights = attn.weights(kind)
-    layer = pick([layer], weights.shape[0], "layer")[0]
+    layer = pick([layer or max(weights.shape[0] - 1, 1)], weights.shape[0], "layer")[0]
     heads = pick(heads, weights.shape[1], "head")
     query_labels, key_labels = attn.labels(kind)
     rows = range(len(query_labels)) if queries is None else [find_word(query_labels, q) for q in queries]
@@ -254,7 +256,7 @@ EXPLORER_SCRIPT = """
   for (let l = 0; l < data.layers; l++) option(sel("layer"), l, "layer " + (l + 1));
   option(sel("head"), "all", "all heads");
   for (let h = 0; h < data.heads; h++) option(sel("head"), h, "head " + (h + 1));
-  sel("layer").value = Math.min(4, data.layers - 1);
+  sel("layer").value = Math.max(data.layers - 2, 0);  // the second-to-last, as the paper's layer 5 of 6
   function draw() {
     const s = data.sentences[+sel("sentence").value], kind = sel("kind").value, layer = +sel("layer").value;
     const [queries, keys] = s.labels[kind], w = s.weights[kind][layer];
@@ -333,7 +335,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--stored", type=Path, help="weights saved with --save, instead of a model")
     parser.add_argument("--index", type=int, default=1, help="which sentence of -i or --stored (from 1; default 1)")
     parser.add_argument("--kind", choices=list(KINDS), default="encoder", help="attention to draw (default: encoder)")
-    parser.add_argument("--layer", type=int, default=5, help="layer of the line view, from 1 (default: 5, the paper's)")
+    parser.add_argument("--layer", type=int, help="layer of the line view, from 1 (default: the second-to-last, "
+                        "where the paper's layer 5 of 6 sits)")
     parser.add_argument("--heads", type=numbers, help="heads, from 1: '3', '1,4' or '2-5' (default: all)")
     parser.add_argument("--query", action="append", help="draw only the lines from this word (repeatable)")
     parser.add_argument("--pieces", action="store_true", help="keep subword pieces instead of merging words")
