@@ -3,7 +3,6 @@
 
 """Command line: ``python -m annotated_transformer.export --help``: one self-contained model file."""
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -12,9 +11,9 @@ import torch
 from annotated_transformer.checkpoints import (
     MODEL_FILE_FORMAT,
     CheckpointError,
-    available_average,
     load_model,
     pick_checkpoints,
+    run_average,
     save_checkpoint,
 )
 
@@ -22,11 +21,7 @@ from annotated_transformer.checkpoints import (
 def export_model(run: Path, out: Path, average: int | None = None) -> dict:
     """Write ``run``'s model (the mean of its last ``average`` checkpoints; default: as many as the run's
     own setting and its checkpoints allow) with its configuration and vocabulary into the file ``out``."""
-    if average is None:
-        config = Path(run) / "config.json"
-        configured = json.loads(config.read_text())["run"].get("average", 1) if config.is_file() else 1
-        average = available_average(run, configured)
-    paths = pick_checkpoints(run, average=average)
+    paths = pick_checkpoints(run, average=run_average(run) if average is None else average)
     model, sp, settings = load_model(paths)
     vocabulary = torch.frombuffer(bytearray(sp.serialized_model_proto()), dtype=torch.uint8)
     save_checkpoint(Path(out), {"format": MODEL_FILE_FORMAT, "model": model.state_dict(), "sentencepiece": vocabulary,

@@ -3,13 +3,12 @@
 
 """Command line: ``python -m annotated_transformer.translate --help``."""
 import argparse
-import json
 import re
 import sys
 from pathlib import Path
 
 from annotated_transformer import data, trainer
-from annotated_transformer.checkpoints import CheckpointError, available_average, load_model, pick_checkpoints
+from annotated_transformer.checkpoints import CheckpointError, load_model, pick_checkpoints, run_average
 from annotated_transformer.decoding import translate_sentences
 
 
@@ -44,10 +43,8 @@ def model_from_args(args):
     if args.beam_size < 1 or args.alpha < 0 or args.max_extra < 0 or args.eval_batch_tokens < 1:
         raise ValueError("--beam-size and --eval-batch-tokens must be positive, --alpha and --max-extra at least 0")
     average = args.average
-    if average is None and args.checkpoint is None:  # the run's own setting, as far as its checkpoints allow
-        config = Path(args.run) / "config.json"
-        configured = json.loads(config.read_text())["run"].get("average", 1) if config.is_file() else 1
-        average = available_average(args.run, configured)
+    if average is None and args.checkpoint is None:
+        average = run_average(args.run)
     paths = pick_checkpoints(args.run, args.checkpoint, average or 1)
     device = trainer.resolve_device(args.device)
     model, sp, settings = load_model(paths, device)
