@@ -93,7 +93,7 @@ def build_parser(preset: str = DEFAULT_PRESET) -> argparse.ArgumentParser:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """Arguments, read with the help and defaults of the preset that ``--preset`` names."""
-    first = argparse.ArgumentParser(add_help=False)
+    first = argparse.ArgumentParser(prog="python -m annotated_transformer.train", add_help=False)
     first.add_argument("--preset", choices=list(trainer.RUN_PRESETS), default=DEFAULT_PRESET)
     known, _ = first.parse_known_args(argv)
     return build_parser(known.preset).parse_args(argv)
