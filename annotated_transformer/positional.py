@@ -25,14 +25,14 @@ class PositionalEncoding(nn.Module):
 
     def __init__(self, d_model: int, dropout: float, max_len: int = 5000):
         super().__init__()
-        self.dropout = nn.Dropout(dropout)
+        self.dropout, self.max_len = nn.Dropout(dropout), max_len
         # A buffer, not a parameter: it moves with .to(device) but is never trained or saved.
         self.register_buffer("pe", sinusoidal_table(max_len, d_model).unsqueeze(0), persistent=False)
 
     def forward(self, x):
         # x: (batch, seq, d_model)
-        if x.size(1) > self.pe.size(1):
-            raise ValueError(f"sequence of {x.size(1)} positions is longer than max_len={self.pe.size(1)}")
+        if x.size(1) > self.max_len:
+            raise ValueError(f"sequence of {x.size(1)} positions is longer than max_len={self.max_len}")
         return self.dropout(x + self.pe[:, : x.size(1)])
 
 
@@ -41,13 +41,13 @@ class LearnedPositionalEmbedding(nn.Module):
 
     def __init__(self, d_model: int, dropout: float, max_len: int = 5000):
         super().__init__()
-        self.dropout = nn.Dropout(dropout)
+        self.dropout, self.max_len = nn.Dropout(dropout), max_len
         self.pe = nn.Embedding(max_len, d_model)
         nn.init.normal_(self.pe.weight, mean=0.0, std=d_model**-0.5)
 
     def forward(self, x):
         # x: (batch, seq, d_model)
-        if x.size(1) > self.pe.num_embeddings:
-            raise ValueError(f"sequence of {x.size(1)} positions is longer than max_len={self.pe.num_embeddings}")
+        if x.size(1) > self.max_len:
+            raise ValueError(f"sequence of {x.size(1)} positions is longer than max_len={self.max_len}")
         positions = torch.arange(x.size(1), device=x.device)
         return self.dropout(x + self.pe(positions))

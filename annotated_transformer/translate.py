@@ -63,28 +63,11 @@ def read_lines(text: str) -> list[str]:
     return [" ".join(LINE_BREAKS_INSIDE.sub(" ", line).split()) for line in lines]
 
 
-def fit_to_model(sp, lines: list[str], max_tokens: int) -> list[str]:
-    """Lines longer than the model can read (in subword tokens) are cut to their first ``max_tokens``,
-    with a warning that names each such line; every other line is left as it is."""
-    fitted = []
-    for number, (line, ids) in enumerate(zip(lines, sp.encode(lines)), start=1):
-        if len(ids) > max_tokens:
-            print(f"warning: line {number} has {len(ids)} subword tokens; the model reads at most {max_tokens}, "
-                  "so only its beginning is translated", file=sys.stderr)
-            line = sp.decode(ids[:max_tokens])
-        fitted.append(line)
-    return fitted
-
-
-def translate_lines(args, model, sp, settings, device, lines: list[str]) -> list[str]:
-    if not lines:
+def translate_lines(args, model, sp, device, lines: list[str]) -> list[str]:
+    if not lines:  # nothing to translate: no progress bar either
         return []
-    longest = settings["model"]["max_len"] - args.max_extra - 2  # room for <eos> and the output's <bos>
-    if longest < 1:
-        raise ValueError(f"--max-extra {args.max_extra} leaves no room for a source in the model's "
-                         f"{settings['model']['max_len']} positions")
-    return translate_sentences(model, sp, fit_to_model(sp, lines, longest), device, args.beam_size, args.alpha,
-                               args.max_extra, args.eval_batch_tokens, progress=args.progress and len(lines) > 1)
+    return translate_sentences(model, sp, lines, device, args.beam_size, args.alpha, args.max_extra,
+                               args.eval_batch_tokens, progress=args.progress and len(lines) > 1)
 
 
 def read_input(args) -> str:
@@ -95,11 +78,11 @@ def read_input(args) -> str:
     return stream.read().decode("utf-8") if stream is not None else sys.stdin.read()
 
 
-def interactive(args, model, sp, settings, device) -> None:
+def interactive(args, model, sp, device) -> None:
     """Translate each line as it is typed, until end of input (Ctrl-D)."""
     print("type a sentence and press Enter; Ctrl-D ends", file=sys.stderr)
     for line in sys.stdin:
-        print("".join(translate_lines(args, model, sp, settings, device, read_lines(line))), flush=True)
+        print("".join(translate_lines(args, model, sp, device, read_lines(line))), flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -120,13 +103,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.input is not None and not args.input.is_file():
             raise data.DataError(f"no input file {args.input}")
-        model, sp, settings, paths, device = model_from_args(args)
+        model, sp, _, paths, device = model_from_args(args)
         if args.input is None and args.output is None and (args.interactive or sys.stdin.isatty()):
-            interactive(args, model, sp, settings, device)
+            interactive(args, model, sp, device)
             return 0
         lines = read_lines(read_input(args))
         print(f"translating {len(lines)} lines with {', '.join(p.name for p in paths)} on {device}", file=sys.stderr)
-        outputs = translate_lines(args, model, sp, settings, device, lines)
+        outputs = translate_lines(args, model, sp, device, lines)
     except UnicodeDecodeError as error:
         print(f"error: the input is not UTF-8 text ({error})", file=sys.stderr)
         return 2

@@ -23,7 +23,7 @@ from annotated_transformer.attention import MultiHeadedAttention
 from annotated_transformer.checkpoints import CheckpointError
 from annotated_transformer.decoding import translate_sentences
 from annotated_transformer.layers import subsequent_mask
-from annotated_transformer.translate import add_model_arguments, model_from_args
+from annotated_transformer.translate import add_model_arguments, model_from_args, read_lines
 
 KINDS = {"encoder": "encoder self-attention", "decoder": "decoder self-attention (masked)",
          "cross": "encoder–decoder attention"}
@@ -159,13 +159,18 @@ def find_word(labels: list[str], word: str) -> int:
     return clean.index(word)
 
 
+def default_layer(n_layers: int) -> int:
+    """The layer shown unless another is asked for: the second-to-last, where the paper's layer 5 of 6 sits."""
+    return max(n_layers - 1, 1)
+
+
 def line_view(attn: SentenceAttention, kind: str = "encoder", layer: int | None = None,
               heads: list[int] | None = None, queries: list[str] | None = None, ax=None, min_weight: float = 0.02):
     """The paper's drawing: queries left, keys right, a line per (head, query, key), opacity = weight.
 
     ``layer`` defaults to the second-to-last, the place of the paper's layer 5 of 6."""
     weights = attn.weights(kind)
-    layer = pick([layer or max(weights.shape[0] - 1, 1)], weights.shape[0], "layer")[0]
+    layer = pick([layer or default_layer(weights.shape[0])], weights.shape[0], "layer")[0]
     heads = pick(heads, weights.shape[1], "head")
     query_labels, key_labels = attn.labels(kind)
     rows = range(len(query_labels)) if queries is None else [find_word(query_labels, q) for q in queries]
@@ -256,7 +261,7 @@ EXPLORER_SCRIPT = """
   for (let l = 0; l < data.layers; l++) option(sel("layer"), l, "layer " + (l + 1));
   option(sel("head"), "all", "all heads");
   for (let h = 0; h < data.heads; h++) option(sel("head"), h, "head " + (h + 1));
-  sel("layer").value = Math.max(data.layers - 2, 0);  // the second-to-last, as the paper's layer 5 of 6
+  sel("layer").value = data.layer - 1;
   function draw() {
     const s = data.sentences[+sel("sentence").value], kind = sel("kind").value, layer = +sel("layer").value;
     const [queries, keys] = s.labels[kind], w = s.weights[kind][layer];
@@ -293,7 +298,7 @@ EXPLORER_SCRIPT = """
 def explorer_data(sentences: list[SentenceAttention], digits: int = 2) -> dict:
     """What the explorer embeds: labels and weights[kind][layer][head][query][key], rounded."""
     first = sentences[0].encoder.shape
-    return {"layers": first[0], "heads": first[1], "kinds": KINDS, "sentences": [
+    return {"layers": first[0], "heads": first[1], "layer": default_layer(first[0]), "kinds": KINDS, "sentences": [
         {"source": s.source, "target": s.target,
          "labels": {kind: s.labels(kind) for kind in KINDS},
          "weights": {kind: np.round(s.weights(kind).astype(np.float64), digits).tolist() for kind in KINDS}}
@@ -357,7 +362,7 @@ def sentences_from(args) -> list[SentenceAttention]:
     if args.input is not None:
         if not args.input.is_file():
             raise ValueError(f"{args.input} does not exist")
-        lines = [line.strip() for line in args.input.read_text(encoding="utf-8").splitlines() if line.strip()]
+        lines = [line for line in read_lines(args.input.read_text(encoding="utf-8")) if line]
         if not lines:
             raise ValueError(f"{args.input} has no sentence: write one source sentence per line")
     elif args.sentence is not None:
