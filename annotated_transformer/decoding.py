@@ -61,22 +61,31 @@ def greedy_decode(model, src, src_mask, max_len, bos: int, eos: int, pad: int,
     """Most probable next token at every step, for a batch; a row stops at <eos> or its ``max_len``.
 
     max_len: one limit for all rows, or a (batch,) tensor of limits. Returns (batch, <= max_len) token
-    ids without <bos>; rows that ended early are padded.
+    ids without <bos>; rows that ended early are padded. A row that has ended leaves the batch, so later
+    steps compute only the sentences still being written.
     """
-    batch = src.size(0)
-    limits = torch.as_tensor(max_len, device=src.device).expand(batch)
+    batch, device = src.size(0), src.device
+    limits = torch.as_tensor(max_len, device=device).expand(batch)
     memory = model.encode(src, src_mask)  # computed once: (batch, src_len, d_model)
     cache = new_cache(model) if incremental else None
-    ys = torch.full((batch, 1), bos, dtype=torch.long, device=src.device)
-    finished = torch.zeros(batch, dtype=torch.bool, device=src.device)
+    ys = torch.full((batch, 1), bos, dtype=torch.long, device=device)  # the prefixes of the live rows
+    out = torch.full((batch, int(limits.max())), pad, dtype=torch.long, device=device)
+    alive = torch.arange(batch, device=device)  # which sentence each live row is
     for step in range(1, int(limits.max()) + 1):
-        log_probs = next_log_probs(model, memory, src_mask, ys, cache, banned=(pad, bos))
-        next_token = log_probs.argmax(dim=-1).masked_fill(finished, pad)  # (batch,)
-        ys = torch.cat([ys, next_token.unsqueeze(1)], dim=1)
-        finished |= (next_token == eos) | (limits <= step)
-        if finished.all():
+        next_token = next_log_probs(model, memory, src_mask, ys, cache, banned=(pad, bos)).argmax(dim=-1)
+        out[alive, step - 1] = next_token
+        ended = (next_token == eos) | (limits[alive] <= step)  # (live rows,)
+        if ended.all():
             break
-    return ys[:, 1:]
+        if ended.any():  # those rows leave the batch
+            keep = (~ended).nonzero().squeeze(1)
+            alive, memory, ys, next_token = alive[keep], memory[keep], ys[keep], next_token[keep]
+            src_mask = None if src_mask is None else src_mask[keep]
+            for own, cross in cache or ():
+                own.select(keep)
+                cross.select(keep)
+        ys = torch.cat([ys, next_token.unsqueeze(1)], dim=1)
+    return out[:, :step]
 
 
 def strip_special(tokens: torch.Tensor, eos: int, pad: int) -> list[list[int]]:
