@@ -31,7 +31,7 @@ $(CORE): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) || { echo "python3 -m venv failed: on Debian or Ubuntu, apt-get install python3-venv"; exit 1; }
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -c "import torch" 2>/dev/null || [ "$$(uname -s)" != Linux ] || command -v nvidia-smi >/dev/null || \
-	  $(BIN)/python -m pip install -q --timeout 20 --retries 0 "torch>=2.3,<2.15" --index-url https://download.pytorch.org/whl/cpu || true
+	  $(BIN)/python -m pip install -q --timeout 20 --retries 0 "torch>=2.4,<2.15" --index-url https://download.pytorch.org/whl/cpu || true
 	$(BIN)/python -m pip install -q -e .
 	touch $(CORE)
 

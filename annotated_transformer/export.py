@@ -18,16 +18,29 @@ from annotated_transformer.checkpoints import (
 )
 
 
-def export_model(run: Path, out: Path, average: int | None = None) -> dict:
-    """Write ``run``'s model (the mean of its last ``average`` checkpoints; default: as many as the run's
-    own setting and its checkpoints allow) with its configuration and vocabulary into the file ``out``."""
-    paths = pick_checkpoints(run, average=run_average(run) if average is None else average)
-    model, sp, settings = load_model(paths)
+def write_model_file(out: Path, model, sp, settings: dict, checkpoints: list[str]) -> None:
+    """One file: weights, configuration, run settings and the SentencePiece model (as bytes)."""
     vocabulary = torch.frombuffer(bytearray(sp.serialized_model_proto()), dtype=torch.uint8)
     save_checkpoint(Path(out), {"format": MODEL_FILE_FORMAT, "model": model.state_dict(), "sentencepiece": vocabulary,
-                                "settings": {"model": settings["model"], "run": settings["run"]},
-                                "checkpoints": [p.name for p in paths]})
-    return {"path": str(out), "checkpoints": [p.name for p in paths], "megabytes": Path(out).stat().st_size / 2**20}
+                                "settings": {"model": settings["model"], "run": settings.get("run", {})},
+                                "checkpoints": checkpoints})
+
+
+def export_model(run: Path, out: Path | None, average: int | None = None, ct2: Path | None = None) -> dict:
+    """Write ``run``'s model (the mean of its last ``average`` checkpoints; default: as many as the run's
+    own setting and its checkpoints allow) with its configuration and vocabulary into the file ``out``,
+    and/or as a CTranslate2 model into the folder ``ct2`` (the performance chapter)."""
+    paths = pick_checkpoints(run, average=run_average(run) if average is None else average)
+    model, sp, settings = load_model(paths)
+    result = {"checkpoints": [p.name for p in paths]}
+    if out is not None:
+        write_model_file(out, model, sp, settings, result["checkpoints"])
+        result["megabytes"] = Path(out).stat().st_size / 2**20
+    if ct2 is not None:
+        from annotated_transformer.ct2 import export_ctranslate2
+
+        export_ctranslate2(model, sp, ct2)
+    return result
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -36,23 +49,30 @@ def main(argv: list[str] | None = None) -> int:
         description="Write a trained run's model into one self-contained file: weights (averaged as the run "
         "was scored), configuration and SentencePiece vocabulary, without optimizer state. translate, "
         "evaluate and visualize read it with --checkpoint FILE; torch.load(FILE, weights_only=True) reads it "
-        "without the package.")
+        "without the package. With --ct2, write the same weights as a CTranslate2 model instead.")
     parser.add_argument("--run", "--out-dir", type=Path, default=Path("runs/multi30k-en-de"), metavar="DIR",
                         help="run folder written by annotated_transformer.train (default: %(default)s)")
     parser.add_argument("--average", type=int, metavar="N",
                         help="average the run's last N checkpoints (default: the run's own setting)")
     parser.add_argument("--output", "-o", type=Path, metavar="FILE",
-                        help="the model file to write (default: RUN.pt, beside the run folder)")
+                        help="the model file to write (default: RUN.pt, beside the run folder; none with --ct2)")
+    parser.add_argument("--ct2", type=Path, metavar="DIR",
+                        help="write a CTranslate2 model into this folder (needs pip install ctranslate2); "
+                        "translate with ctranslate2.Translator(DIR) on SentencePiece pieces of the run's vocabulary")
     args = parser.parse_args(argv)
-    out = args.output or Path(args.run).with_suffix(".pt")
+    out = args.output or (None if args.ct2 else Path(args.run).with_suffix(".pt"))
     try:
-        if out.is_dir():
+        if out is not None and out.is_dir():
             raise ValueError(f"{out} is a folder; give the model file's name with -o")
-        result = export_model(args.run, out, args.average)
-    except (CheckpointError, ValueError, OSError) as error:
+        result = export_model(args.run, out, args.average, args.ct2)
+    except (CheckpointError, ValueError, OSError, ImportError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    print(f"wrote {result['path']} ({result['megabytes']:.1f} MB): the mean of {', '.join(result['checkpoints'])}")
+    mean = f"the mean of {', '.join(result['checkpoints'])}"
+    if out is not None:
+        print(f"wrote {out} ({result['megabytes']:.1f} MB): {mean}")
+    if args.ct2:
+        print(f"wrote the CTranslate2 model {args.ct2}/: {mean}")
     return 0
 
 

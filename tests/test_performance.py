@@ -1,0 +1,120 @@
+"""The FLOP count, the torch.nn.Transformer reference, fused Adam, the CTranslate2 exporter and the
+benchmark command's checks."""
+import pytest
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+from annotated_transformer import benchmark, data
+from annotated_transformer.config import TransformerConfig
+from annotated_transformer.decoding import greedy_decode, strip_special
+from annotated_transformer.model import make_model
+from annotated_transformer.optimization import Batch, make_optimizer, sequence_loss
+from annotated_transformer.performance import forward_flops, training_flops
+from annotated_transformer.reference import TorchTransformer, copy_weights
+
+TINY = TransformerConfig(vocab_size=120, n_layers=2, d_model=32, d_ff=64, n_heads=4, dropout=0.0)
+
+
+def _batch(batch: int, src_len: int, tgt_len: int, seed: int = 0) -> Batch:
+    g = torch.Generator().manual_seed(seed)
+    return Batch.from_tensors(torch.randint(4, 120, (batch, src_len), generator=g),
+                              torch.randint(4, 120, (batch, tgt_len + 1), generator=g), pad=0)
+
+
+@pytest.mark.parametrize("config", [TINY, TINY.replace(n_heads=2, d_k=8, d_v=24)])
+def test_flop_count_equals_pytorchs_counter(config):
+    torch.manual_seed(0)
+    model = make_model(config)
+    b = _batch(3, 7, 5)  # no padding: every position is real
+    with FlopCounterMode(display=False) as forward:
+        model.generator.proj(model(b.src, b.tgt_in, b.src_mask, b.tgt_mask))
+    assert forward.get_total_flops() == forward_flops(config, 21, 15, 3 * 49, 3 * 25, 3 * 35)
+    with FlopCounterMode(display=False) as both:
+        model.generator.proj(model(b.src, b.tgt_in, b.src_mask, b.tgt_mask)).sum().backward()
+    assert both.get_total_flops() == training_flops(config, [7] * 3, [5] * 3)
+
+
+def test_reference_computes_the_same_function():
+    torch.manual_seed(0)
+    ours, reference = make_model(TINY).eval(), TorchTransformer(TINY).eval()
+    copy_weights(ours, reference)
+    b = _batch(3, 9, 7, seed=1)
+    b = Batch.from_tensors(b.src.masked_fill(torch.arange(9) >= 6, 0), torch.cat([b.tgt_in, b.tgt_out[:, -1:]], 1)
+                           .masked_fill(torch.arange(8) >= 6, 0), pad=0)  # padding on both sides
+    with torch.no_grad():
+        a = ours(b.src, b.tgt_in, b.src_mask, b.tgt_mask)
+        r = reference(b.src, b.tgt_in, b.src_mask, b.tgt_mask)
+    real = b.tgt_out != 0
+    assert real.sum() < real.numel()
+    torch.testing.assert_close(a[real], r[real], rtol=1e-4, atol=1e-5)
+    # the stock reference has dropout on attention weights and in the FFN; the matched one does not
+    stock = TorchTransformer(TINY.replace(dropout=0.1), matched_dropout=False)
+    matched = TorchTransformer(TINY.replace(dropout=0.1))
+    assert stock.transformer.encoder.layers[0].self_attn.dropout == 0.1
+    assert matched.transformer.encoder.layers[0].self_attn.dropout == 0.0
+    assert isinstance(matched.transformer.decoder.layers[0].dropout, torch.nn.Identity)
+
+
+def test_fused_adam_takes_the_same_steps():
+    finals = []
+    for fused in (False, True):
+        torch.manual_seed(0)
+        model = make_model(TINY)
+        optimizer, scheduler = make_optimizer(model, TINY.d_model, warmup=10, fused=fused)
+        for step in range(5):
+            b = _batch(4, 6, 6, seed=step)
+            logits = model.generator.proj(model(b.src, b.tgt_in, b.src_mask, b.tgt_mask))
+            (sequence_loss(logits, b.tgt_out, 0, 0.1)).backward()
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad()
+        # Key biases are left out: they add the same score to every key of a query, which the softmax
+        # cancels, so their gradient is rounding noise, and Adam with ε = 1e-9 turns noise into full steps.
+        finals.append(torch.cat([p.flatten() for name, p in model.named_parameters() if not name.endswith("w_k.bias")]))
+    torch.testing.assert_close(finals[0], finals[1], rtol=1e-5, atol=1e-6)
+
+
+def test_ctranslate2_export_decodes_the_same_tokens(tmp_path, synthetic_pairs):
+    import ctranslate2
+
+    from annotated_transformer.ct2 import export_ctranslate2
+
+    pairs = synthetic_pairs(300, 0)
+    sp = data.train_shared_vocab(pairs, 60, tmp_path / "vocab")
+    torch.manual_seed(0)
+    model = make_model(TINY.replace(vocab_size=60))
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+    encoded, _ = data.encode_pairs(sp, pairs)
+    for step in range(60):  # a few updates, so that outputs end with </s> of their own accord
+        b = data.collate(encoded, [(step * 32 + i) % len(encoded) for i in range(32)])
+        logits = model.generator.proj(model(b.src, b.tgt_in, b.src_mask, b.tgt_mask))
+        sequence_loss(logits, b.tgt_out, 0, 0.0).backward()
+        optimizer.step()
+        optimizer.zero_grad()
+    model.eval()
+    export_ctranslate2(model, sp, tmp_path / "ct2")
+    translator = ctranslate2.Translator(str(tmp_path / "ct2"), device="cpu", intra_threads=1)
+    sentences = [s for s, _ in synthetic_pairs(20, 1)]
+    ids = sp.encode(sentences)
+    src = data.pad_rows([x + [data.EOS] for x in ids])
+    src_mask = (src != data.PAD).unsqueeze(-2)
+    limits = src_mask.sum(dim=(1, 2)) + 10
+    ours = strip_special(greedy_decode(model, src, src_mask, limits, data.BOS, data.EOS, data.PAD), data.EOS, data.PAD)
+    results = translator.translate_batch([sp.encode(s, out_type=str) for s in sentences], beam_size=1,
+                                         max_decoding_length=int(limits.max()))
+    theirs = [[sp.piece_to_id(p) for p in r.hypotheses[0]][:limit] for r, limit in zip(results, limits.tolist())]
+    assert ours == theirs
+    assert any(len(t) < limit for t, limit in zip(ours, limits.tolist()))  # some outputs end by themselves
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.txt").write_text("keep me")
+    with pytest.raises(ValueError, match="holds other files"):
+        export_ctranslate2(model, sp, tmp_path / "other")
+    assert (tmp_path / "other" / "notes.txt").read_text() == "keep me"
+
+
+def test_benchmark_refuses_bad_numbers(capsys):
+    assert benchmark.main(["train", "--steps", "0"]) == 2
+    assert "must be positive" in capsys.readouterr().err
+    assert benchmark.main(["decode", "--limit", "-1"]) == 2
+    with pytest.raises(SystemExit):
+        benchmark.main(["train", "--paths", "nonsense"])
