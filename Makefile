@@ -4,7 +4,9 @@
 #   make demo     train English->German on Multi30k (30-100 min on a CPU, 2 on a GPU) and print sacreBLEU on test2016
 #   make copy     train the copy-task model (about a minute) and print its held-out accuracy
 #   make bench    time 50-token decoding with the key/value cache against full recomputation
-#   make test     everything CI runs: unit tests, every notebook (smoke scale), sync check, book, offline check
+#                 (ARGS="train" or ARGS="decode": the other modes of the benchmark command)
+#   make test     everything CI runs: unit tests, every notebook (smoke scale), sync check, the benchmark
+#                 command in its smoke setting, book, offline check
 #   make export   regenerate annotated_transformer/*.py and the book/*.ipynb twins from the chapters,
 #                 and clean what saving a notebook from Jupyter leaves behind (outputs, a version line)
 #   make check    fail if the package or a notebook twin differs from the chapters; lint
@@ -21,7 +23,7 @@ CORE := $(VENV)/.installed-core
 FULL := $(VENV)/.installed-full
 AT_SCALE ?= laptop
 
-.PHONY: help demo copy bench test export check book book-check clean
+.PHONY: help demo copy bench bench-smoke test export check book book-check clean
 
 help:
 	@sed -n 's/^#   //p' $(MAKEFILE_LIST)
@@ -46,13 +48,22 @@ copy: $(CORE)
 	$(BIN)/python -m annotated_transformer.train --task copy
 
 bench: $(CORE)
-	$(BIN)/python -m annotated_transformer.benchmark $(ARGS)
+	$(BIN)/python -m annotated_transformer.benchmark $(or $(ARGS),cache)
 
 test: $(FULL)
 	AT_SCALE=smoke $(BIN)/python -m pytest --nbmake tests book
 	$(MAKE) check
+	$(MAKE) bench-smoke
 	AT_SCALE=smoke $(MAKE) book
 	$(MAKE) book-check
+
+# The benchmark command in its smallest setting: it runs end to end and writes its JSON (numbers from a
+# few updates and sentences, not measurements).
+bench-smoke: $(FULL)
+	$(BIN)/python -m annotated_transformer.benchmark train --steps 2 --warmup-steps 1 --batch-tokens 600 \
+	  --no-progress -o _build/benchmark/train.json
+	$(BIN)/python -m annotated_transformer.benchmark decode --random-weights --limit 8 --max-extra 10 \
+	  --no-progress -o _build/benchmark/decode.json
 
 export: $(FULL)
 	$(BIN)/python -m annotated_transformer._literate export

@@ -57,13 +57,13 @@ PATHS = {  # name: what it is
 }
 
 
-def real_batches(config, corpus: str, split: str, batch_tokens: int, count: int) -> list:
+def real_batches(config, corpus: str, split: str, batch_tokens: int, count: int, data_dir: Path | None = None) -> list:
     """``count`` training batches of about ``batch_tokens`` source and target tokens from a real corpus.
 
     The sentences are encoded with a vocabulary trained on them (at most 8,000 entries: the WMT14 sample
     is too small for 37,000; longer pieces, so slightly longer sentences), which makes the lengths,
     the padding and the cost of attention those of real text; the batches are built as training builds them."""
-    pairs = data.load_pairs(corpus, split, "en", "de")
+    pairs = data.load_pairs(corpus, split, "en", "de", data_dir)
     sp = data.train_shared_vocab(pairs, min(config.vocab_size, 8000), VOCABULARIES)
     encoded, _ = data.encode_pairs(sp, pairs, 256)
     lengths = [len(s) + 1 for s, _ in encoded], [len(t) + 1 for _, t in encoded]
@@ -154,7 +154,7 @@ def benchmark_training(args) -> dict:
     if corpus == "wmt14" and split == "train" and not args.split:
         split = "sample"  # the 10,000-pair sample holds the length distribution; the full corpus is 4.5M pairs
     batch_tokens = args.batch_tokens or run.batch_tokens
-    batches = real_batches(model_config, corpus, split, batch_tokens, args.warmup_steps + args.steps)
+    batches = real_batches(model_config, corpus, split, batch_tokens, args.warmup_steps + args.steps, args.data_dir)
     on_gpu = device.startswith("cuda")
     cpu_peak = None if on_gpu else peak_flops(device, bf16=False)  # measured once, before the runs
     runs = [(path, False) for path in args.paths] + ([("fast", True)] if args.compile else [])
@@ -299,7 +299,7 @@ def decoding_model(args, work: Path) -> tuple[Path, object, str]:
 
     if args.random_weights:
         model_config = trainer.RUN_PRESETS["multi30k"][0]
-        pairs = data.load_pairs("multi30k", "train", "en", "de")
+        pairs = data.load_pairs("multi30k", "train", "en", "de", args.data_dir)
         sp = data.train_shared_vocab(pairs, model_config.vocab_size, VOCABULARIES)
         torch.manual_seed(0)
         model, settings, what = make_model(model_config), {"model": model_config.to_dict()}, "random weights"
@@ -325,7 +325,7 @@ def benchmark_decoding(args) -> dict:
 
     device = trainer.resolve_device(args.device)
     corpus, split = TEST_SETS[TEST_SET_ALIASES.get(args.test_set, args.test_set)]
-    pairs = data.load_pairs(corpus, split, "en", "de")[: args.limit or None]
+    pairs = data.load_pairs(corpus, split, "en", "de", args.data_dir)[: args.limit or None]
     sources, references = [s for s, _ in pairs], [t for _, t in pairs]
     results = []
     with tempfile.TemporaryDirectory() as folder:
@@ -463,6 +463,8 @@ def parser() -> argparse.ArgumentParser:
                        help="beam sizes; 1 is greedy (default: 1 4)")
     cache.add_argument("--repeat", type=int, default=3, help="timings per setting, the best is kept")
     for mode in (train, decode):
+        mode.add_argument("--data-dir", type=Path, metavar="DIR",
+                          help="data directory (default: $AT_DATA_DIR, else the download cache)")
         mode.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto (default: %(default)s)")
         mode.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True,
                           help="a progress bar over the runs (default: on)")

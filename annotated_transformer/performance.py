@@ -51,13 +51,13 @@ GPU_PEAKS = {"H200": (989e12, 67e12), "H100": (989e12, 67e12), "A100": (312e12, 
              "L40S": (362e12, 91.6e12), "V100": (125e12, 15.7e12), "P100": (18.7e12, 9.3e12)}
 
 
-def peak_flops(device: str, bf16: bool) -> float | None:
+def peak_flops(device: str, bf16: bool, seconds: float = 1.0) -> float | None:
     """Peak FLOP/s of ``device`` for matrix products: the data sheet's for known GPUs (None for others),
-    and for a CPU what one second of large float32 products measures."""
+    and for a CPU what ``seconds`` of large float32 products measure."""
     if device.startswith("cuda"):
         name = torch.cuda.get_device_name(device)
         return next(((half if bf16 else single) for key, (half, single) in GPU_PEAKS.items() if key in name), None)
-    return sustained_cpu_flops()
+    return sustained_cpu_flops(seconds=seconds)
 
 
 def batch_lengths(batches) -> tuple[list[int], list[int]]:

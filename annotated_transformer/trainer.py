@@ -21,6 +21,7 @@ from annotated_transformer.config import PRESETS as MODEL_PRESETS
 from annotated_transformer.config import TransformerConfig, checked_replace, setting
 from annotated_transformer.model import count_parameters, make_model
 from annotated_transformer.optimization import accumulate_gradients, make_optimizer, sequence_loss, update_batches
+from annotated_transformer.performance import batch_lengths, peak_flops, training_flops
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,8 @@ class RunConfig:
     seed: int = setting(0, "seed of the initialization, the dropout masks and the batch order")
     device: str = setting("auto", "cpu, cuda, cuda:N, or auto (cuda when there is one)")
     bf16: bool = setting(True, "bf16 autocast on GPUs (CPUs always train in fp32)")
+    compile: bool = setting(False, "torch.compile the model, for all sentence lengths at once (pays on GPUs; "
+                            "on a CPU it only adds a minute of compiling: see the performance chapter)")
     out_dir: str = setting("runs/multi30k-en-de", "run folder: configuration, vocabulary, metrics, checkpoints")
     eval_batch_tokens: int = setting(6000, "source tokens times the beam size per batch when translating")
     average: int = setting(1, "translate the test split with the mean weights of the last N checkpoints (§6.1)")
@@ -200,7 +203,7 @@ def validation_loss(model, pairs, batch_tokens: int, device) -> float:
 
 # Settings that may change when a run resumes: they do not alter what was trained so far.
 AFTER_TRAINING = ("max_steps", "max_minutes", "eval_batch_tokens", "average", "beam_size", "alpha", "data_dir",
-                  "log_every", "device", "out_dir")
+                  "compile", "log_every", "device", "out_dir")
 
 
 class RunLock:
@@ -304,6 +307,7 @@ class Session:
     log: MetricsLog
     lock: RunLock | None  # held by rank 0 while the process trains
     autocast: object = None
+    peak: float | None = None  # the device's peak FLOP/s, when known
 
     def say(self, *args) -> None:
         if self.rank == 0:
@@ -325,12 +329,16 @@ def start(model_config: TransformerConfig, run: RunConfig) -> Session:
         (out_dir / "config.json").write_text(json.dumps(settings, indent=2))
     model_config = model_config.replace(fused_attention=on_gpu or model_config.fused_attention)
     model = make_model(model_config).to(device)
-    optimizer, scheduler = make_optimizer(model, model_config.d_model, run.warmup, run.lr_factor)
+    # On a GPU, Adam's update runs as one fused kernel (the same arithmetic; tested equal).
+    optimizer, scheduler = make_optimizer(model, model_config.d_model, run.warmup, run.lr_factor, fused=on_gpu)
     ddp = torch.nn.parallel.DistributedDataParallel(model) if world > 1 else model
+    if run.compile:  # the weights stay those of `model`, which checkpoints save
+        ddp = torch.compile(ddp, dynamic=True)
     autocast = (lambda: torch.autocast("cuda", dtype=torch.bfloat16)) if on_gpu and run.bf16 else None
+    peak = peak_flops(device, on_gpu and run.bf16, seconds=0.3)  # for the FLOPs utilisation in the metrics
     return Session(run, model_config, rank, world, device, settings, sp, valid_pairs,
                    UpdateStream(train_pairs, run, world, rank), model, ddp, optimizer, scheduler,
-                   MetricsLog(out_dir, enabled=rank == 0), lock, autocast)
+                   MetricsLog(out_dir, enabled=rank == 0), lock, autocast, peak)
 
 
 def restore(s: Session) -> Position:
@@ -351,17 +359,18 @@ def train_step(s: Session, at: Position) -> dict:
     """One optimizer update on this process's micro-batches; returns the update's sums over all processes."""
     micro = [b.to(s.device) for b in s.stream.next(at)]
     mine = [sum(b.n_tokens for b in micro), sum(int(b.src_mask.sum()) for b in micro),
-            sum(b.tgt_out.numel() for b in micro), sum(b.src.size(0) for b in micro)]
+            sum(b.tgt_out.numel() for b in micro), sum(b.src.size(0) for b in micro),
+            training_flops(s.config, *batch_lengths(micro))]  # the model's arithmetic (performance chapter)
     tokens = int(all_sum(mine[:1], s.device)[0])  # the update's target tokens: the loss is normalized by them
     loss = accumulate_gradients(s.ddp, micro, s.config.label_smoothing, data.PAD, tokens, s.world, s.autocast,
                                 getattr(s.ddp, "no_sync", None))
     s.optimizer.step()
     s.scheduler.step()  # eq. 3: once per optimizer update
     s.optimizer.zero_grad(set_to_none=True)
-    loss, src_tokens, padded, sentences = all_sum([loss, *mine[1:]], s.device)
+    loss, src_tokens, padded, sentences, flops = all_sum([loss, *mine[1:]], s.device)
     at.step += 1
     return {"loss": loss, "tgt_tokens": tokens, "src_tokens": int(src_tokens), "padded": padded,
-            "sentences": int(sentences)}
+            "sentences": int(sentences), "flops": flops}
 
 
 def save(s: Session, at: Position, scheduled: bool) -> None:
@@ -422,15 +431,16 @@ class Meter:
         at.src_tokens += update["src_tokens"]
         at.sentences += update["sentences"]
         at.minutes = self.minutes_before + (time.time() - self.started) / 60
-        for key in ("loss", "tgt_tokens", "padded"):
+        for key in ("loss", "tgt_tokens", "padded", "flops"):
             self.window[key] = self.window.get(key, 0) + update[key]
         self.window["updates"] = self.window.get("updates", 0) + 1
 
-    def record(self, at: Position, lr: float) -> dict:
+    def record(self, at: Position, lr: float, peak: float | None) -> dict:
         w, seconds = self.window, max(time.time() - self.window_start, 1e-9)
         self.window, self.window_start = {}, time.time()
         return dict(step=at.step, epoch=at.epoch, loss=w["loss"] / w["tgt_tokens"], lr=lr,
                     tokens_per_update=w["tgt_tokens"] / w["updates"], tokens_per_s=w["tgt_tokens"] / seconds,
+                    tflops=w["flops"] / seconds / 1e12, mfu=w["flops"] / seconds / peak if peak else None,
                     padding=1 - w["tgt_tokens"] / w["padded"], minutes=at.minutes, tgt_tokens=at.tgt_tokens,
                     src_tokens=at.src_tokens, sentences=at.sentences)
 
@@ -439,11 +449,13 @@ def report(s: Session, bar, record: dict, progress: bool) -> None:
     s.log.write(**record)
     if progress:
         bar.set_postfix(loss=f"{record['loss']:.3f}", lr=f"{record['lr']:.2e}",
-                        tok_update=f"{record['tokens_per_update']:,.0f}", tok_s=f"{record['tokens_per_s']:,.0f}")
+                        tok_update=f"{record['tokens_per_update']:,.0f}", tok_s=f"{record['tokens_per_s']:,.0f}",
+                        **({"mfu": f"{record['mfu']:.0%}"} if record["mfu"] else {}))
     else:
+        mfu = f"MFU {record['mfu']:.0%}  " if record["mfu"] else ""
         s.say(f"update {record['step']:,}/{s.run.max_steps:,}  loss {record['loss']:.3f}  lr {record['lr']:.2e}  "
               f"{record['tokens_per_update']:,.0f} target tokens/update  {record['tokens_per_s']:,.0f} tokens/s  "
-              f"{record['minutes']:.1f} min")
+              f"{mfu}{record['minutes']:.1f} min")
 
 
 def validate(s: Session, bar, step: int) -> None:
@@ -483,7 +495,7 @@ def train(model_config: TransformerConfig, run: RunConfig, progress: bool = True
             meter.add(at, train_step(s, at))
             bar.update(1)
             if at.step % run.log_every == 0 or at.step == first + 1:
-                report(s, bar, meter.record(at, s.scheduler.get_last_lr()[0]), progress)
+                report(s, bar, meter.record(at, s.scheduler.get_last_lr()[0], s.peak), progress)
             if at.step % run.valid_every == 0 and s.rank == 0:
                 validate(s, bar, at.step)
             scheduled, stop = decide(s, at, last_save, interrupt.requested)

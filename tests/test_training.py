@@ -270,3 +270,20 @@ def test_help_shows_the_defaults_of_the_chosen_preset(capsys):
     out = capsys.readouterr().out
     assert "defaults shown are the big preset's" in out and "(default: 1024)" in out  # big's d_model
     assert "--no-bf16" in out and "--max-tokens" in out and "--lenpen" in out
+
+
+def test_compiled_training_follows_the_eager_trajectory(text_corpus, tmp_path):
+    steps = ["--max-steps", "4", "--dropout", "0", "--beam-size", "1"]  # compiled dropout draws other masks
+    assert train.main(_cli(text_corpus, tmp_path / "eager", *steps)) == 0
+    assert train.main(_cli(text_corpus, tmp_path / "compiled", *steps, "--compile")) == 0
+    eager, compiled = _losses(tmp_path / "eager"), _losses(tmp_path / "compiled")
+    assert sorted(compiled) == [1, 2, 3, 4]
+    for step in eager:
+        assert compiled[step] == pytest.approx(eager[step], rel=1e-4), step
+
+
+def test_metrics_carry_the_models_flops_and_utilisation(text_corpus, tmp_path):
+    assert train.main(_cli(text_corpus, tmp_path / "run", "--max-steps", "2", "--beam-size", "1")) == 0
+    records = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    first = next(r for r in records if "loss" in r)
+    assert first["tflops"] > 0 and 0 < first["mfu"] < 1.5  # on a CPU, against its measured matmul rate
