@@ -116,10 +116,11 @@ def finished(run_config) -> dict | None:
     return result if result and result.get("updates", 0) >= run_config.max_steps else None
 
 
-def translate_and_score(result: dict, run_config, progress: bool) -> dict:
-    """Translate the test split with the trained model, print and save sacreBLEU with its signature."""
+def translate_and_score(result: dict, run_config, progress: bool, max_sentences: int = 0) -> dict:
+    """Translate the test split with the trained model, print and save sacreBLEU with its signature.
+    ``max_sentences``: only the first N (0: all), for demonstrations; the summary records how many."""
     test = data.load_pairs(run_config.corpus, run_config.test_split, run_config.src_lang, run_config.tgt_lang,
-                           Path(run_config.data_dir) if run_config.data_dir else None)
+                           Path(run_config.data_dir) if run_config.data_dir else None)[: max_sentences or None]
     out_dir = Path(run_config.out_dir)
     averaged = pick_checkpoints(out_dir, average=available_average(out_dir, run_config.average))
     if len(averaged) > 1:  # the paper's checkpoint averaging (§6.1); training is over, so the weights can go
