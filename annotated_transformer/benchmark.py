@@ -22,7 +22,7 @@ from annotated_transformer.attention import MultiHeadedAttention
 from annotated_transformer.checkpoints import CheckpointError
 from annotated_transformer.decoding import beam_search, greedy_decode
 from annotated_transformer.model import make_model
-from annotated_transformer.optimization import make_optimizer, sequence_loss
+from annotated_transformer.optimization import generator_loss, make_optimizer
 from annotated_transformer.performance import batch_lengths, peak_flops, training_flops
 from annotated_transformer.reference import TorchTransformer
 
@@ -88,10 +88,11 @@ def peak_memory_gib(device: str) -> float | None:
 
 
 def time_training(path: str, config, batches: list, device: str, warmup: int, bf16: bool = True,
-                  compile: bool = False, seed: int = 0, profile: int = 0) -> dict:
+                  compile: bool = False, seed: int = 0, profile: int = 0, loss_chunk: int = 0) -> dict:
     """Train a fresh model of implementation ``path`` on ``batches``: the first ``warmup`` untimed, then
     the rest timed. Every path sees the same batches with the same loss, optimizer and schedule. With
-    ``profile``, that many further steps run under PyTorch's profiler and its top operators are returned."""
+    ``profile``, that many further steps run under PyTorch's profiler and its top operators are returned.
+    ``loss_chunk``: the fast path's loss in chunks of that many positions (``generator_loss``)."""
     torch.manual_seed(seed)
     if path in ("torch", "torch-matched"):
         model = TorchTransformer(config, matched_dropout=path == "torch-matched")
@@ -101,13 +102,14 @@ def time_training(path: str, config, batches: list, device: str, warmup: int, bf
     on_gpu, teaching = device.startswith("cuda"), path == "teaching"
     optimizer, scheduler = make_optimizer(model, config.d_model, 4000, fused=not teaching)
     forward = torch.compile(model) if compile else model
-    generator = getattr(model.generator, "proj", model.generator)  # the logits: the loss normalizes them
+    generator = getattr(model.generator, "proj", model.generator)  # the scores: the loss normalizes them
     use_bf16 = on_gpu and bf16 and not teaching
 
     def step(batch):
         with torch.autocast("cuda", dtype=torch.bfloat16) if use_bf16 else contextlib.nullcontext():
-            logits = generator(forward(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask))
-            loss = sequence_loss(logits, batch.tgt_out, data.PAD, config.label_smoothing, reduction="sum")
+            states = forward(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask)
+            loss = generator_loss(generator, states, batch.tgt_out, data.PAD, config.label_smoothing,
+                                  loss_chunk if path == "fast" else 0)
         (loss / batch.n_tokens).backward()
         optimizer.step()
         scheduler.step()
@@ -125,7 +127,8 @@ def time_training(path: str, config, batches: list, device: str, warmup: int, bf
     synchronize()
     seconds = time.perf_counter() - start
     src, tgt = batch_lengths(batches[warmup:])
-    result = {"path": path, "compiled": compile, "bf16": use_bf16, "steps": len(batches) - warmup,
+    result = {"path": path, "compiled": compile, "bf16": use_bf16, "loss_chunk": loss_chunk if path == "fast" else 0,
+              "steps": len(batches) - warmup,
               "seconds": seconds, "step_ms": 1000 * seconds / (len(batches) - warmup),
               "tgt_tokens_per_s": sum(tgt) / seconds, "tokens_per_s": (sum(src) + sum(tgt)) / seconds,
               "flops_per_s": training_flops(config, src, tgt) / seconds, "peak_memory_gib": peak_memory_gib(device)}
@@ -161,7 +164,8 @@ def benchmark_training(args) -> dict:
     results = []
     for path, compiled in tqdm(runs, desc="implementations", disable=not args.progress):
         r = time_training(path, model_config, batches, device, args.warmup_steps, args.bf16, compiled,
-                          profile=args.profile if (path, compiled) == ("fast", False) else 0)
+                          profile=args.profile if (path, compiled) == ("fast", False) else 0,
+                          loss_chunk=args.loss_chunk)
         peak = peak_flops(device, r["bf16"]) if on_gpu else cpu_peak  # the peak of the precision it ran in
         r["mfu"] = r["flops_per_s"] / peak if peak else None
         results.append(r)
@@ -420,6 +424,8 @@ def parser() -> argparse.ArgumentParser:
     train.add_argument("--paths", nargs="+", default=list(PATHS), choices=list(PATHS), metavar="PATH",
                        help="implementations: " + "; ".join(f"{k}: {v}" for k, v in PATHS.items()))
     train.add_argument("--compile", action="store_true", help="also time the fast path under torch.compile")
+    train.add_argument("--loss-chunk", type=int, default=0, metavar="N",
+                       help="the fast path computes its loss N target positions at a time (0: all at once)")
     train.add_argument("--bf16", action=argparse.BooleanOptionalAction, default=True,
                        help="bf16 autocast for the fast path on GPUs (default: on)")
     train.add_argument("--corpus", choices=["multi30k", "wmt14"], help="where the batches come from "
@@ -481,8 +487,10 @@ def main(argv: list[str] | None = None) -> int:
     names = ("steps", "batch_tokens", "length", "src_len", "repeat", "eval_batch_tokens", "threads")
     counts = [value for name in names if (value := getattr(args, name, None)) is not None]
     counts += getattr(args, "batch", []) + getattr(args, "beam_size", [])
-    if min(counts, default=1) < 1 or getattr(args, "limit", 0) < 0 or getattr(args, "warmup_steps", 0) < 0:
-        print("error: counts and sizes must be positive (--limit and --warmup-steps at least 0)", file=sys.stderr)
+    at_least_zero = [getattr(args, name, 0) for name in ("limit", "warmup_steps", "loss_chunk")]
+    if min(counts, default=1) < 1 or min(at_least_zero) < 0:
+        print("error: counts and sizes must be positive (--limit, --warmup-steps, --loss-chunk at least 0)",
+              file=sys.stderr)
         return 2
     run, show = {"train": (benchmark_training, print_training), "decode": (benchmark_decoding, print_decoding),
                  "cache": (time_cache, print_cache)}[args.mode]

@@ -68,13 +68,34 @@ def sequence_loss(scores: torch.Tensor, target: torch.Tensor, pad: int, label_sm
 
 
 # --- from book/11_training.md ---
+def generator_loss(proj, states, target, pad: int, label_smoothing: float, chunk_tokens: int = 0):
+    """Summed label-smoothed loss of the scores ``proj(states)`` against ``target``.
+
+    states: (batch, tgt_len, d_model) decoder outputs; proj: the generator's linear map. chunk_tokens: 0
+    computes all scores at once; N > 0 takes N real positions at a time and recomputes their scores
+    in the backward pass instead of storing them (the same value and gradients, far less memory)."""
+    if not chunk_tokens:
+        return sequence_loss(proj(states), target, pad, label_smoothing, reduction="sum")
+    from torch.utils.checkpoint import checkpoint
+
+    real = target.flatten() != pad  # padding positions need no scores
+    states, target = states.flatten(0, 1)[real], target.flatten()[real]
+
+    def chunk_loss(h, t):
+        return F.cross_entropy(proj(h).float(), t, label_smoothing=label_smoothing, reduction="sum")
+
+    return sum(checkpoint(chunk_loss, h, t, use_reentrant=False)
+               for h, t in zip(states.split(chunk_tokens), target.split(chunk_tokens)))
+
+
 def accumulate_gradients(model, micro_batches, label_smoothing: float, pad: int, global_tokens: int | None = None,
-                         world_size: int = 1, autocast=None, no_sync=None) -> float:
+                         world_size: int = 1, autocast=None, no_sync=None, loss_chunk: int = 0) -> float:
     """Backpropagate a step's micro-batches so the gradient is that of the mean loss per target token.
 
     ``global_tokens`` is the number of target tokens in the step over all processes (default: these
     micro-batches). Distributed data parallel averages gradients over ``world_size`` processes, so each
-    process scales its summed loss by ``world_size / global_tokens``. Returns this process's summed loss.
+    process scales its summed loss by ``world_size / global_tokens``. ``loss_chunk``: see ``generator_loss``.
+    Returns this process's summed loss.
     """
     import contextlib
 
@@ -87,8 +108,8 @@ def accumulate_gradients(model, micro_batches, label_smoothing: float, pad: int,
         with sync, (autocast or contextlib.nullcontext)():
             # Logits, not the generator's log-softmax: the loss applies its own, so one (tokens × vocab)
             # normalization, the largest tensor of a step, is skipped in both passes.
-            logits = generator.proj(model(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask))
-            loss = sequence_loss(logits, batch.tgt_out, pad, label_smoothing, reduction="sum")
+            states = model(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask)
+            loss = generator_loss(generator.proj, states, batch.tgt_out, pad, label_smoothing, loss_chunk)
         with sync:
             (loss * world_size / total).backward()
         summed += loss.item()

@@ -52,6 +52,9 @@ class RunConfig:
     seed: int = setting(0, "seed of the initialization, the dropout masks and the batch order")
     device: str = setting("auto", "cpu, cuda, cuda:N, or auto (cuda when there is one)")
     bf16: bool = setting(True, "bf16 autocast on GPUs (CPUs always train in fp32)")
+    loss_chunk_tokens: int = setting(0, "compute the loss this many target positions at a time, recomputing "
+                                     "their scores in the backward pass (0: all at once; 4096 saves gigabytes "
+                                     "with a 37,000-token vocabulary)")
     compile: bool = setting(False, "torch.compile the model, for all sentence lengths at once (pays on GPUs; "
                             "on a CPU it only adds a minute of compiling: see the performance chapter)")
     out_dir: str = setting("runs/multi30k-en-de", "run folder: configuration, vocabulary, metrics, checkpoints")
@@ -63,7 +66,7 @@ class RunConfig:
     def __post_init__(self):
         positive = ("batch_tokens", "accumulate", "warmup", "max_steps", "valid_every", "keep_checkpoints",
                     "log_every", "eval_batch_tokens", "max_sentence_tokens", "beam_size", "average")
-        for name in (*positive, "save_every", "max_train_pairs"):
+        for name in (*positive, "save_every", "max_train_pairs", "loss_chunk_tokens"):
             value, least = getattr(self, name), 1 if name in positive else 0
             if not isinstance(value, int) or isinstance(value, bool) or value < least:
                 raise ValueError(f"{name} must be an integer of at least {least}, got {value!r}")
@@ -203,7 +206,7 @@ def validation_loss(model, pairs, batch_tokens: int, device) -> float:
 
 # Settings that may change when a run resumes: they do not alter what was trained so far.
 AFTER_TRAINING = ("max_steps", "max_minutes", "eval_batch_tokens", "average", "beam_size", "alpha", "data_dir",
-                  "compile", "log_every", "device", "out_dir")
+                  "compile", "loss_chunk_tokens", "log_every", "device", "out_dir")
 
 
 class RunLock:
@@ -363,7 +366,7 @@ def train_step(s: Session, at: Position) -> dict:
             training_flops(s.config, *batch_lengths(micro))]  # the model's arithmetic (performance chapter)
     tokens = int(all_sum(mine[:1], s.device)[0])  # the update's target tokens: the loss is normalized by them
     loss = accumulate_gradients(s.ddp, micro, s.config.label_smoothing, data.PAD, tokens, s.world, s.autocast,
-                                getattr(s.ddp, "no_sync", None))
+                                getattr(s.ddp, "no_sync", None), s.run.loss_chunk_tokens)
     s.optimizer.step()
     s.scheduler.step()  # eq. 3: once per optimizer update
     s.optimizer.zero_grad(set_to_none=True)

@@ -8,7 +8,7 @@ from annotated_transformer import benchmark, data
 from annotated_transformer.config import TransformerConfig
 from annotated_transformer.decoding import greedy_decode, strip_special
 from annotated_transformer.model import make_model
-from annotated_transformer.optimization import Batch, make_optimizer, sequence_loss
+from annotated_transformer.optimization import Batch, generator_loss, make_optimizer, sequence_loss
 from annotated_transformer.performance import forward_flops, training_flops
 from annotated_transformer.reference import TorchTransformer, copy_weights
 
@@ -118,3 +118,21 @@ def test_benchmark_refuses_bad_numbers(capsys):
     assert benchmark.main(["decode", "--limit", "-1"]) == 2
     with pytest.raises(SystemExit):
         benchmark.main(["train", "--paths", "nonsense"])
+
+
+def test_chunked_loss_has_the_same_value_and_gradients():
+    torch.manual_seed(0)
+    model = make_model(TINY)
+    b = _batch(4, 6, 9, seed=3)
+    b = Batch.from_tensors(b.src, torch.cat([b.tgt_in, b.tgt_out[:, -1:]], 1).masked_fill(torch.arange(10) >= 7, 0),
+                           pad=0)  # padded targets
+    results = []
+    for chunk in (0, 5):
+        model.zero_grad()
+        states = model(b.src, b.tgt_in, b.src_mask, b.tgt_mask)
+        loss = generator_loss(model.generator.proj, states, b.tgt_out, 0, 0.1, chunk)
+        loss.backward()
+        results.append((loss.detach(), [p.grad.clone() for p in model.parameters()]))
+    torch.testing.assert_close(results[0][0], results[1][0])
+    for whole, chunked in zip(results[0][1], results[1][1]):
+        torch.testing.assert_close(whole, chunked, rtol=1e-5, atol=1e-6)
