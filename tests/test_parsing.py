@@ -1,0 +1,66 @@
+"""Treebank reading, linearization, repair and labeled bracket F1, against hand-counted examples."""
+import pytest
+
+from annotated_transformer.parsing import (
+    bracket_scores,
+    clean,
+    delinearize,
+    linearize,
+    parse_bracketed,
+    tags,
+    words,
+)
+
+GOLD = "( (S (NP-SBJ (DT The) (NN cat)) (VP (VBD sat) (-NONE- *T*-1)) (. .)) )"
+
+
+def _gold():
+    return clean(parse_bracketed(GOLD)[0])
+
+
+def test_cleaning_strips_function_tags_empty_elements_and_the_outer_bracket():
+    tree = _gold()
+    assert tree.label == "S"
+    assert [c.label for c in tree.children] == ["NP", "VP", "."]
+    assert words(tree) == ["The", "cat", "sat", "."] and tags(tree) == ["DT", "NN", "VBD", "."]
+    assert linearize(tree) == "(S (NP XX XX )NP (VP XX )VP XX )S"
+
+
+def test_f1_against_a_hand_count():
+    # gold brackets without the final period: S(0,3) NP(0,2) VP(2,3)
+    # predicted: S(0,3) NP(0,1) VP(1,3); only S matches: P = R = F1 = 1/3
+    predicted, repaired = delinearize("(S (NP XX )NP (VP XX XX )VP XX )S", 4)
+    assert not repaired
+    scores = bracket_scores([_gold()], [predicted])
+    assert (scores["matched"], scores["gold"], scores["predicted"]) == (1, 3, 3)
+    assert scores["f1"] == pytest.approx(1 / 3)
+    perfect, _ = delinearize(linearize(_gold()), 4)
+    assert bracket_scores([_gold()], [perfect])["f1"] == 1.0
+
+
+def test_f1_counts_brackets_as_a_multiset_and_treats_prt_as_advp():
+    gold = clean(parse_bracketed("((S (NP (NP (PRP it))) (VP (VBD gave) (PRT (RP up)))))")[0])
+    # gold: S(0,3) NP(0,1) NP(0,1) VP(1,3) PRT=ADVP(2,3): 5 brackets
+    one_np, _ = delinearize("(S (NP XX )NP (VP XX (ADVP XX )ADVP )VP )S", 3)  # 4 brackets, all match
+    scores = bracket_scores([gold], [one_np])
+    assert (scores["matched"], scores["gold"], scores["predicted"]) == (4, 5, 4)
+    assert scores["recall"] == pytest.approx(4 / 5) and scores["precision"] == 1.0
+
+
+@pytest.mark.parametrize("output, expected", [
+    ("(S (NP XX XX )NP (VP XX )VP XX", "(S (NP XX XX )NP (VP XX )VP XX )S"),  # unclosed: closed at the end
+    ("(S (NP XX XX )NP )NP (VP XX XX )VP )S", "(S (S (NP XX XX )NP )S (VP XX XX )VP )S"),  # ')NP' closes S
+    ("(S (NP XX XX XX XX XX )NP )S", "(S (NP XX XX XX XX )NP )S"),  # an XX too many is dropped
+    ("(S (NP XX )NP )S", "(S (NP XX )NP XX XX XX )S"),  # missing words are appended
+    ("(NP XX XX )NP (VP XX XX )VP", "(S (NP XX XX )NP (VP XX XX )VP )S"),  # two roots joined under S
+    ("(S (NP )NP XX XX XX XX )S", "(S XX XX XX XX )S"),  # an empty constituent is removed
+])
+def test_ill_formed_output_is_repaired_and_counted(output, expected):
+    tree, repaired = delinearize(output, 4)
+    assert repaired
+    assert linearize(tree) == expected
+
+
+def test_unbalanced_treebank_text_is_an_error():
+    with pytest.raises(ValueError, match="unbalanced"):
+        parse_bracketed("((S (NP (DT a))")
