@@ -28,7 +28,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 DEFAULT_CHAPTERS = ["00_preface", "04_attention", "06_positional_encoding", "07_full_model", "14_results",
-                    "15_attention_figures"]
+                    "15_attention_figures", "16_performance", "17_model_variations", "18_constituency_parsing"]
 NO_NETWORK = [
     "--headless",
     "--no-sandbox",
