@@ -50,7 +50,7 @@ def time_decoding(model, batch: int, beam: int, length: int, src_len: int, incre
 # --- from book/16_performance.md ---
 VOCABULARIES = Path(tempfile.gettempdir()) / "annotated-transformer-benchmark"  # trained once, then reused
 PATHS = {  # name: what it is
-    "teaching": "the book's code as written: float32, the explicit eq. 1, Adam with a loop over tensors",
+    "teaching": "the book's code as written: float32, the explicit eq. 1, PyTorch's default Adam",
     "fast": "the same model: fused attention kernel, fused Adam, bf16 autocast on GPUs",
     "torch": "torch.nn.Transformer's layers with its stock dropout (also on attention weights and inside the FFN)",
     "torch-matched": "torch.nn.Transformer's layers with dropout where the paper has it (as ours)",
