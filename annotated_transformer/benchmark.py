@@ -20,7 +20,7 @@ from tqdm import tqdm
 from annotated_transformer import data, trainer
 from annotated_transformer.attention import MultiHeadedAttention
 from annotated_transformer.checkpoints import CheckpointError
-from annotated_transformer.decoding import beam_search, greedy_decode
+from annotated_transformer.decoding import beam_search, decode_ids, decoding_batches, greedy_decode
 from annotated_transformer.model import make_model
 from annotated_transformer.optimization import generator_loss, make_optimizer
 from annotated_transformer.performance import batch_lengths, peak_flops, training_flops
@@ -219,57 +219,36 @@ ENGINES = {  # name: what it is
 }
 
 
-def decode_batches(sp, sentences: list[str], beam: int, batch_tokens: int) -> tuple[list, list]:
-    """Token ids of ``sentences`` and the batches every engine decodes them in (those of ``translate``)."""
-    ids = sp.encode(sentences)
-    lengths = [len(x) + 1 for x in ids]
-    return ids, data.TokenBatches(lengths, lengths, max(batch_tokens // beam, 1), shuffle=False).epoch(0)
-
-
 def decode_ours(model_file: str, sentences, beam: int, alpha: float, batch_tokens: int, max_extra: int,
                 fused: bool, device: str = "cpu") -> tuple[float, list]:
-    """Seconds to decode ``sentences`` with the book's decoding, and the output token ids."""
+    """Seconds to decode ``sentences`` with the book's decoding (``decode_ids``), and the output token ids."""
     from annotated_transformer.checkpoints import load_model
-    from annotated_transformer.decoding import strip_special
 
     model, sp, _ = load_model([Path(model_file)], device)
     for module in model.modules():
         if isinstance(module, MultiHeadedAttention):
             module.fused = fused
-    ids, batches = decode_batches(sp, sentences, beam, batch_tokens)
-    outputs = [[] for _ in ids]
+    ids = sp.encode(sentences)
     start = time.perf_counter()
-    for indices in batches:
-        src = data.pad_rows([ids[i] + [data.EOS] for i in indices]).to(device)
-        src_mask = (src != data.PAD).unsqueeze(-2)
-        limits = src_mask.sum(dim=(1, 2)) + max_extra  # each sentence's own limit: its length + 50 (§6.1)
-        if beam == 1:
-            best = strip_special(greedy_decode(model, src, src_mask, limits, data.BOS, data.EOS, data.PAD),
-                                 data.EOS, data.PAD)
-        else:
-            best = [[t for t in hyps[0].tokens if t != data.EOS]
-                    for hyps in beam_search(model, src, src_mask, beam, alpha, limits, data.BOS, data.EOS, data.PAD)]
-        for i, tokens in zip(indices, best):
-            outputs[i] = tokens
+    outputs = decode_ids(model, ids, device, beam, alpha, max_extra, batch_tokens)
     return time.perf_counter() - start, outputs
 
 
-def decode_ctranslate2(folder: str, model_file: str, sentences, beam: int, alpha: float, batch_tokens: int,
+def decode_ctranslate2(folder: str, vocabulary: str, sentences, beam: int, alpha: float, batch_tokens: int,
                        max_extra: int, compute_type: str, device: str = "cpu") -> tuple[float, list]:
     """The same with CTranslate2, in the same batches. It takes one length limit per call, so each batch
     gets its longest sentence's, and each output is then cut to its own sentence's limit."""
     import ctranslate2
+    import sentencepiece as spm
 
-    from annotated_transformer.checkpoints import load_model
-
-    sp = load_model([Path(model_file)])[1]
+    sp = spm.SentencePieceProcessor(model_file=vocabulary)
     translator = ctranslate2.Translator(folder, device="cuda" if device.startswith("cuda") else "cpu",
                                         device_index=int(device.partition(":")[2] or 0), compute_type=compute_type,
                                         inter_threads=1, intra_threads=torch.get_num_threads())
-    ids, batches = decode_batches(sp, sentences, beam, batch_tokens)
+    ids = sp.encode(sentences)
     outputs = [[] for _ in ids]
     start = time.perf_counter()
-    for indices in batches:
+    for indices in decoding_batches(ids, beam, batch_tokens):
         pieces = [[sp.id_to_piece(t) for t in ids[i]] for i in indices]
         limit = max(len(ids[i]) for i in indices) + 1 + max_extra
         # length_penalty: CTranslate2 ranks by log P / |Y|^α, not by GNMT's penalty of §6.1
@@ -289,7 +268,7 @@ def decode_worker(job: dict) -> dict:
     if job["engine"] in ("ours", "teaching"):
         seconds, outputs = decode_ours(job["model_file"], sentences, fused=job["engine"] == "ours", **common)
     else:
-        seconds, outputs = decode_ctranslate2(job["ct2"], job["model_file"], sentences,
+        seconds, outputs = decode_ctranslate2(job["ct2"], job["vocabulary"], sentences,
                                               compute_type="int8" if job["engine"] == "ct2-int8" else "float32",
                                               **common)
     return {"seconds": seconds, "outputs": outputs}
@@ -314,6 +293,7 @@ def decoding_model(args, work: Path) -> tuple[Path, object, str]:
         what = f"{paths[-1].parent.parent if not args.checkpoint else paths[0]} ({len(paths)} checkpoint(s))"
     model_file = work / "model.pt"
     write_model_file(model_file, model, sp, settings, [])
+    (work / "vocabulary.model").write_bytes(sp.serialized_model_proto())  # for the CTranslate2 workers
     if {"ct2", "ct2-int8"} & set(args.engines):
         from annotated_transformer.ct2 import export_ctranslate2
 
@@ -340,7 +320,8 @@ def benchmark_decoding(args) -> dict:
         for engine, beam in tqdm(jobs, desc="engines", disable=not args.progress):
             job = {"engine": engine, "beam": beam, "alpha": args.alpha, "batch_tokens": args.eval_batch_tokens,
                    "max_extra": args.max_extra, "threads": args.threads, "device": device,
-                   "model_file": str(model_file), "ct2": str(work / "ct2"), "sentences": str(work / "sentences.txt")}
+                   "model_file": str(model_file), "vocabulary": str(work / "vocabulary.model"),
+                   "ct2": str(work / "ct2"), "sentences": str(work / "sentences.txt")}
             done = subprocess.run([sys.executable, "-m", "annotated_transformer.benchmark", "decode", "--worker",
                                    json.dumps(job)], capture_output=True, text=True, env=os.environ.copy())
             if done.returncode:
@@ -351,17 +332,15 @@ def benchmark_decoding(args) -> dict:
             results.append({"engine": engine, "beam": beam, "seconds": out["seconds"],
                             "sentences_per_s": len(sources) / out["seconds"], "tokens_per_s": tokens / out["seconds"],
                             "bleu": BLEU().corpus_score(hypotheses, [references]).score, "outputs": out["outputs"]})
-    for r in results:  # agreement with our own decoding at the same beam size
-        ours = next((o for o in results if o["engine"] == "ours" and o["beam"] == r["beam"]), None)
-        r["same_as_ours"] = (sum(a == b for a, b in zip(r["outputs"], ours["outputs"])) / len(sources)
-                             if ours else None)
+    ours = {r["beam"]: r for r in results if r["engine"] == "ours"}
+    ratios = {}
+    for r in results:  # agreement with our own decoding at the same beam size, and the time ratio
+        mine = ours.get(r["beam"])
+        r["same_as_ours"] = sum(a == b for a, b in zip(r["outputs"], mine["outputs"])) / len(sources) if mine else None
+        if mine and r is not mine:
+            ratios[f"ours / {r['engine']} time, beam {r['beam']}"] = mine["seconds"] / r["seconds"]
     for r in results:
         del r["outputs"]
-    ratios = {}
-    for r in results:
-        ours = next((o for o in results if o["engine"] == "ours" and o["beam"] == r["beam"]), None)
-        if ours and r["engine"] != "ours":
-            ratios[f"ours / {r['engine']} time, beam {r['beam']}"] = ours["seconds"] / r["seconds"]
     return {"mode": "decode", "model": what, "test_set": f"{corpus}/{split}", "sentences": len(sources),
             "device": describe(device), "alpha": args.alpha, "batch_tokens": args.eval_batch_tokens,
             "results": results, "ratios": ratios}

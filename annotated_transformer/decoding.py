@@ -189,32 +189,22 @@ def beam_search(model, src, src_mask, beam_size: int, alpha: float, max_len, bos
     return [sorted(hyps, key=lambda h: -h.score)[:n_best] for hyps in finished]
 
 
-@torch.no_grad()
-def translate_sentences(model, sp, sentences: list[str], device="cpu", beam_size: int = 4, alpha: float = 0.6,
-              max_extra: int = 50, batch_tokens: int = 6000, progress: bool = False) -> list[str]:
-    """Detokenized translations of ``sentences``, batched by length; ``beam_size`` 1 is greedy decoding.
-
-    batch_tokens: padded source tokens per batch, times the beam size; max_extra: outputs may be this
-    many tokens longer than their source (§6.1: 50). A sentence too long for the model's positions is cut
-    to the longest source that fits, with a warning naming its line (from 1).
-    """
-    model.eval()
-    longest = model.src_embed[1].max_len - max_extra - 2  # room for </s> and for the output's <s>
-    if longest < 1:
-        raise ValueError(f"max_extra={max_extra} leaves no room for a source in the model's "
-                         f"{model.src_embed[1].max_len} positions")
-    ids = sp.encode(sentences)
-    for number, x in enumerate(ids, start=1):
-        if len(x) > longest:
-            print(f"warning: line {number} has {len(x)} subword tokens; the model reads at most {longest}, "
-                  "so only its beginning is translated", file=sys.stderr)
-            ids[number - 1] = x[:longest]
+def decoding_batches(ids: list[list[int]], beam_size: int, batch_tokens: int) -> list[list[int]]:
+    """Sentences grouped by length into batches of at most ``batch_tokens`` source tokens times the beam."""
     lengths = [len(x) + 1 for x in ids]  # with <eos>
-    budget = max(batch_tokens // beam_size, 1)
-    batches = data.TokenBatches(lengths, lengths, budget, shuffle=False).epoch(0)
-    results = [""] * len(sentences)
-    for indices in tqdm(batches, desc=f"translating (beam {beam_size})", disable=not progress, leave=False):
-        indices = [i for i in indices if ids[i]]  # an empty line translates to an empty line
+    return data.TokenBatches(lengths, lengths, max(batch_tokens // beam_size, 1), shuffle=False).epoch(0)
+
+
+@torch.no_grad()
+def decode_ids(model, ids: list[list[int]], device="cpu", beam_size: int = 4, alpha: float = 0.6,
+               max_extra: int = 50, batch_tokens: int = 6000, progress: bool = False) -> list[list[int]]:
+    """The best output (token ids, without <eos>) for each source (token ids, without <eos>); empty sources
+    give empty outputs. Each output may be ``max_extra`` tokens longer than its source (§6.1: 50)."""
+    model.eval()
+    results = [[] for _ in ids]
+    for indices in tqdm(decoding_batches(ids, beam_size, batch_tokens), desc=f"translating (beam {beam_size})",
+                        disable=not progress, leave=False):
+        indices = [i for i in indices if ids[i]]
         if not indices:
             continue
         src = data.pad_rows([ids[i] + [data.EOS] for i in indices]).to(device)
@@ -227,5 +217,27 @@ def translate_sentences(model, sp, sentences: list[str], device="cpu", beam_size
             best = beam_search(model, src, src_mask, beam_size, alpha, limits, data.BOS, data.EOS, data.PAD)
             outputs = [[t for t in hyps[0].tokens if t != data.EOS] for hyps in best]
         for i, tokens in zip(indices, outputs):
-            results[i] = sp.decode(tokens)
+            results[i] = tokens
     return results
+
+
+def translate_sentences(model, sp, sentences: list[str], device="cpu", beam_size: int = 4, alpha: float = 0.6,
+              max_extra: int = 50, batch_tokens: int = 6000, progress: bool = False) -> list[str]:
+    """Detokenized translations of ``sentences``, batched by length; ``beam_size`` 1 is greedy decoding.
+
+    batch_tokens: padded source tokens per batch, times the beam size; max_extra: outputs may be this
+    many tokens longer than their source (§6.1: 50). A sentence too long for the model's positions is cut
+    to the longest source that fits, with a warning naming its line (from 1).
+    """
+    longest = model.src_embed[1].max_len - max_extra - 2  # room for </s> and for the output's <s>
+    if longest < 1:
+        raise ValueError(f"max_extra={max_extra} leaves no room for a source in the model's "
+                         f"{model.src_embed[1].max_len} positions")
+    ids = sp.encode(sentences)
+    for number, x in enumerate(ids, start=1):
+        if len(x) > longest:
+            print(f"warning: line {number} has {len(x)} subword tokens; the model reads at most {longest}, "
+                  "so only its beginning is translated", file=sys.stderr)
+            ids[number - 1] = x[:longest]
+    outputs = decode_ids(model, ids, device, beam_size, alpha, max_extra, batch_tokens, progress)
+    return [sp.decode(tokens) for tokens in outputs]

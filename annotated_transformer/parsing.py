@@ -4,6 +4,7 @@
 """English constituency parsing as translation (§6.3): Penn Treebank trees, their linearization, repair
 of model output into trees, and labeled bracket F1 with evalb's conventions."""
 import argparse
+import itertools
 import json
 import re
 import sys
@@ -191,7 +192,7 @@ def brackets(tree: Tree, keep: list[bool]) -> dict:
 def number_words(tree: Tree) -> Tree:
     """A copy of a treebank tree with the part-of-speech level removed and words replaced by positions,
     the form ``delinearize`` gives a model's output."""
-    counter = iter(range(10**9))
+    counter = itertools.count()
 
     def convert(node: Tree) -> Tree:
         if node.word is not None:

@@ -6,6 +6,8 @@ import time
 
 import torch
 
+from annotated_transformer.optimization import PAD
+
 
 # --- from book/14_results.md ---
 def forward_flops(c, src_tokens: float, tgt_tokens: float, src_pairs: float, tgt_pairs: float,
@@ -63,5 +65,5 @@ def peak_flops(device: str, bf16: bool, seconds: float = 1.0) -> float | None:
 def batch_lengths(batches) -> tuple[list[int], list[int]]:
     """Real (non-padding) source and target lengths of every sentence of some Batches."""
     src = [n for b in batches for n in b.src_mask.sum(dim=(1, 2)).tolist()]
-    tgt = [n for b in batches for n in (b.tgt_out != 0).sum(dim=1).tolist()]  # 0 is <pad>
+    tgt = [n for b in batches for n in (b.tgt_out != PAD).sum(dim=1).tolist()]
     return src, tgt

@@ -360,10 +360,11 @@ def restore(s: Session) -> Position:
 
 def train_step(s: Session, at: Position) -> dict:
     """One optimizer update on this process's micro-batches; returns the update's sums over all processes."""
-    micro = [b.to(s.device) for b in s.stream.next(at)]
-    mine = [sum(b.n_tokens for b in micro), sum(int(b.src_mask.sum()) for b in micro),
+    micro = s.stream.next(at)
+    mine = [sum(b.n_tokens for b in micro), sum(int(b.src_mask.sum()) for b in micro),  # counted on the CPU
             sum(b.tgt_out.numel() for b in micro), sum(b.src.size(0) for b in micro),
             training_flops(s.config, *batch_lengths(micro))]  # the model's arithmetic (performance chapter)
+    micro = [b.to(s.device) for b in micro]
     tokens = int(all_sum(mine[:1], s.device)[0])  # the update's target tokens: the loss is normalized by them
     loss = accumulate_gradients(s.ddp, micro, s.config.label_smoothing, data.PAD, tokens, s.world, s.autocast,
                                 getattr(s.ddp, "no_sync", None), s.run.loss_chunk_tokens)

@@ -5,6 +5,7 @@
 at a reduced scale on Multi30k, with Table 3's protocol."""
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -58,7 +59,7 @@ def run_row(row: str, seed: int, run: trainer.RunConfig, runs_dir: Path, progres
     metrics = [json.loads(line) for line in (Path(run.out_dir) / "metrics.jsonl").read_text().splitlines()]
     nll = [m["valid_nll"] for m in metrics if "valid_nll" in m and m["step"] == result["step"]][-1]
     return {"row": row, "seed": seed, "updates": result["step"], "changes": ROWS[row], "model": config.to_dict(),
-            "parameters": count_parameters(make_model(config)), "valid_nll": nll, "valid_ppl": 2.718281828459045**nll,
+            "parameters": count_parameters(make_model(config)), "valid_nll": nll, "valid_ppl": math.exp(nll),
             "bleu": summary["bleu"], "bleu_sentences": summary["sentences"], "train_minutes": summary["train_minutes"]}
 
 
