@@ -13,52 +13,57 @@ from tqdm import tqdm
 
 from annotated_transformer import data, trainer
 from annotated_transformer.checkpoints import CheckpointError
-from annotated_transformer.config import TABLE3_ROWS, TransformerConfig
+from annotated_transformer.config import BASE, TABLE3_ROWS, TransformerConfig
 from annotated_transformer.model import count_parameters, make_model
 from annotated_transformer.scale import at_scale
 
-# The reduced base: every width a quarter of the paper's, half its depth, the same number of heads.
-SHRINK = {"d_model": 4, "d_ff": 4, "d_k": 4, "d_v": 4, "n_layers": 2}
-REDUCED_BASE = TransformerConfig(vocab_size=8000, n_layers=3, d_model=128, d_ff=512, n_heads=8)
 ROWS = {"base": {}, **TABLE3_ROWS, "big": dict(d_model=1024, d_ff=4096, n_heads=16, dropout=0.3)}
 # Table 3's protocol: development set (here Multi30k's validation split), beam 4, no checkpoint averaging.
-SWEEP_RUN = trainer.MULTI30K_RUN.replace(test_split="valid", average=1, keep_checkpoints=1, batch_tokens=1100,
-                                         warmup=100, lr_factor=0.25, max_steps=400, valid_every=100, save_every=100,
-                                         log_every=25)
+TABLE3_PROTOCOL = dict(test_split="valid", average=1, keep_checkpoints=1)
+# Each scale divides the paper's widths (d_model, d_ff, d_k, d_v) and its depth, and has one budget for every row.
+SCALES = {
+    "quarter": dict(widths=4, depth=2, run=trainer.MULTI30K_RUN.replace(
+        **TABLE3_PROTOCOL, batch_tokens=1100, warmup=100, lr_factor=0.25, max_steps=400, valid_every=100,
+        save_every=100, log_every=25)),
+    "half": dict(widths=2, depth=2, run=trainer.MULTI30K_RUN.replace(**TABLE3_PROTOCOL)),
+}
 
 
-def reduced(changes: dict) -> dict:
-    """A row's changes at the reduced scale: widths divided by 4, depths by 2, everything else as in the paper."""
-    return {k: v // SHRINK[k] if k in SHRINK and v is not None else v for k, v in changes.items()}
-
-
-def row_config(row: str) -> TransformerConfig:
+def row_config(row: str, scale: str = "quarter") -> TransformerConfig:
+    """A row of Table 3 at a reduced scale: the paper's widths and depth divided by the scale's factors, the
+    vocabulary Multi30k's, everything else (heads, dropout, label smoothing, positions) as in the paper."""
     if row not in ROWS:
         raise ValueError(f"unknown row {row!r}; the rows are: {', '.join(ROWS)}")
-    return REDUCED_BASE.replace(**reduced(ROWS[row]))
+    if scale not in SCALES:
+        raise ValueError(f"unknown scale {scale!r}; the scales are: {', '.join(SCALES)}")
+    paper, widths = BASE.replace(**ROWS[row]), SCALES[scale]["widths"]
+    return paper.replace(vocab_size=8000, n_layers=paper.n_layers // SCALES[scale]["depth"],
+                         d_model=paper.d_model // widths, d_ff=paper.d_ff // widths,
+                         d_k=paper.d_k and paper.d_k // widths, d_v=paper.d_v and paper.d_v // widths)
 
 
 def done_rows(results: Path) -> set:
-    """(row, seed, updates) of every result already stored."""
+    """(scale, row, seed, updates) of every result already stored."""
     if not results.is_file():
         return set()
     records = [json.loads(line) for line in results.read_text().splitlines() if line.strip()]
-    return {(r["row"], r["seed"], r["updates"]) for r in records}
+    return {(r["scale"], r["row"], r["seed"], r["updates"]) for r in records}
 
 
-def run_row(row: str, seed: int, run: trainer.RunConfig, runs_dir: Path, progress: bool, max_valid: int = 0) -> dict:
+def run_row(row: str, seed: int, scale: str, run: trainer.RunConfig, runs_dir: Path, progress: bool,
+            max_valid: int = 0) -> dict:
     """Train one row (resuming its folder if it was interrupted) and score it on the validation split."""
     from annotated_transformer.train import translate_and_score
 
-    config = row_config(row)
-    run = run.replace(seed=seed, out_dir=str(runs_dir / f"{row}-seed{seed}"))
+    config = row_config(row, scale)
+    run = run.replace(seed=seed, out_dir=str(runs_dir / f"{scale}-{row}-seed{seed}"))
     result = trainer.train(config, run, progress=progress)
     if result["interrupted"]:
         raise KeyboardInterrupt
     summary = translate_and_score(result, run, progress=progress, max_sentences=max_valid)
     metrics = [json.loads(line) for line in (Path(run.out_dir) / "metrics.jsonl").read_text().splitlines()]
     nll = [m["valid_nll"] for m in metrics if "valid_nll" in m and m["step"] == result["step"]][-1]
-    return {"row": row, "seed": seed, "updates": result["step"], "changes": ROWS[row], "model": config.to_dict(),
+    return {"scale": scale, "row": row, "seed": seed, "updates": result["step"], "changes": ROWS[row], "model": config.to_dict(),
             "parameters": count_parameters(make_model(config)), "valid_nll": nll, "valid_ppl": math.exp(nll),
             "bleu": summary["bleu"], "bleu_sentences": summary["sentences"], "train_minutes": summary["train_minutes"]}
 
@@ -67,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m annotated_transformer.variations",
         description="Train the rows of Table 3 (§6.2) at a reduced scale on Multi30k EN->DE: each row's change "
-        "applied to a base a quarter as wide and half as deep as the paper's (the same heads), one budget of "
+        "applied to a base narrower and shallower than the paper's (the same heads), one budget of "
         "updates for every row, then the validation split's perplexity per subword and its BLEU with beam 4 "
         "and no checkpoint averaging. Each row's result is appended to a JSONL file as it finishes; run the "
         "same command again to continue an interrupted sweep.")
@@ -75,8 +80,15 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"rows to train (default: all): {', '.join(ROWS)}")
     parser.add_argument("--seeds", type=int, default=3, metavar="N",
                         help="seeds of the base row, to measure the noise (default: %(default)s; other rows: one)")
-    parser.add_argument("--max-steps", type=int, default=at_scale(smoke=3, laptop=SWEEP_RUN.max_steps), metavar="N",
-                        help="updates per row (default: %(default)s)")
+    parser.add_argument("--first-seed", type=int, default=0, metavar="S",
+                        help="the base row's seeds are S, S+1, ... (to share a sweep between processes; default: 0)")
+    parser.add_argument("--scale", choices=SCALES, default="quarter",
+                        help="quarter: widths / 4, depth / 2, 400 updates of 1,100 tokens (a 2-core CPU runs the sweep "
+                        "in about 90 minutes); half: the default preset's widths and depth (N=3, d_model=256) with "
+                        "the paper's 8 heads and the default run's 2,200 updates of 2,200 tokens, for a GPU "
+                        "(default: %(default)s)")
+    parser.add_argument("--max-steps", type=int, default=at_scale(smoke=3, laptop=None), metavar="N",
+                        help="updates per row (default: the scale's)")
     parser.add_argument("--max-train-pairs", type=int, default=at_scale(smoke=1000, laptop=0), metavar="N",
                         help="use only the first N training pairs (0: all; default: %(default)s)")
     parser.add_argument("--max-valid-sentences", type=int, default=at_scale(smoke=20, laptop=0), metavar="N",
@@ -86,26 +98,33 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=Path, default=Path("runs/variations"), metavar="DIR",
                         help="folder for the rows' run folders (default: %(default)s)")
     parser.add_argument("--data-dir", type=Path, metavar="DIR", help="data directory (default: $AT_DATA_DIR)")
+    parser.add_argument("--bf16", action=argparse.BooleanOptionalAction, default=True,
+                        help="bf16 autocast on GPUs (default: on)")
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True,
                         help="progress bars (default: on)")
     args = parser.parse_args(argv)
+    scale_run = SCALES[args.scale]["run"]
+    args.max_steps = args.max_steps or scale_run.max_steps
     try:
         for row in args.rows:
-            row_config(row)
-        if args.seeds < 1 or args.max_steps < 1 or min(args.max_train_pairs, args.max_valid_sentences) < 0:
-            raise ValueError("--seeds and --max-steps must be positive, --max-train-pairs and "
+            row_config(row, args.scale)
+        if args.seeds < 1 or args.max_steps < 1 or min(args.first_seed, args.max_train_pairs,
+                                                        args.max_valid_sentences) < 0:
+            raise ValueError("--seeds and --max-steps must be positive, --first-seed, --max-train-pairs and "
                              "--max-valid-sentences at least 0")
-        every = min(SWEEP_RUN.valid_every, args.max_steps)
-        run = SWEEP_RUN.replace(max_steps=args.max_steps, valid_every=every, save_every=every,
-                                warmup=min(SWEEP_RUN.warmup, args.max_steps), max_train_pairs=args.max_train_pairs,
+        every = min(scale_run.valid_every, args.max_steps)
+        run = scale_run.replace(max_steps=args.max_steps, valid_every=every, save_every=every, bf16=args.bf16,
+                                warmup=min(scale_run.warmup, args.max_steps), max_train_pairs=args.max_train_pairs,
                                 data_dir=str(args.data_dir or ""))
-        jobs = [(row, seed) for row in args.rows for seed in (range(args.seeds) if row == "base" else [0])]
+        base_seeds = range(args.first_seed, args.first_seed + args.seeds)
+        jobs = [(row, seed) for row in args.rows for seed in (base_seeds if row == "base" else [0])]
         done = done_rows(args.results)
-        todo = [(row, seed) for row, seed in jobs if (row, seed, args.max_steps) not in done]
+        todo = [(row, seed) for row, seed in jobs if (args.scale, row, seed, args.max_steps) not in done]
         print(f"{len(jobs) - len(todo)} of {len(jobs)} rows already in {args.results}")
         args.results.parent.mkdir(parents=True, exist_ok=True)
         for row, seed in tqdm(todo, desc="Table 3 rows", unit="row", disable=not args.progress):
-            record = run_row(row, seed, run, args.runs, progress=False, max_valid=args.max_valid_sentences)
+            record = run_row(row, seed, args.scale, run, args.runs, progress=False,
+                             max_valid=args.max_valid_sentences)
             with open(args.results, "a", encoding="utf-8") as f:
                 f.write(json.dumps(record) + "\n")
             print(f"{row} (seed {seed}): perplexity {record['valid_ppl']:.2f}, BLEU {record['bleu']:.2f}, "

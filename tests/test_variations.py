@@ -1,26 +1,44 @@
 """The reduced Table 3: how rows are scaled, and how a sweep knows what it has done."""
 import json
 
-from annotated_transformer import variations
+import pytest
+
+from annotated_transformer import trainer, variations
 from annotated_transformer.config import PRESETS
 
 
-def test_rows_are_scaled_in_proportion_to_the_papers():
-    base = variations.row_config("base")
-    assert (base.n_layers, base.d_model, base.d_ff, base.n_heads, base.head_dims) == (3, 128, 512, 8, (16, 16))
+@pytest.mark.parametrize("scale, widths", [("quarter", 4), ("half", 2)])
+def test_rows_are_scaled_in_proportion_to_the_papers(scale, widths):
     for row in variations.ROWS:
-        ours, paper = variations.row_config(row), PRESETS[row]
+        ours, paper = variations.row_config(row, scale), PRESETS[row]
         assert ours.n_layers * 2 == paper.n_layers
-        assert (ours.d_model * 4, ours.d_ff * 4) == (paper.d_model, paper.d_ff)
-        assert tuple(4 * d for d in ours.head_dims) == paper.head_dims  # d_k and d_v follow the widths
+        assert (ours.d_model * widths, ours.d_ff * widths) == (paper.d_model, paper.d_ff)
+        assert tuple(widths * d for d in ours.head_dims) == paper.head_dims  # d_k and d_v follow the widths
         assert (ours.n_heads, ours.dropout, ours.label_smoothing, ours.positional) == (
             paper.n_heads, paper.dropout, paper.label_smoothing, paper.positional)
 
 
-def test_a_sweep_skips_rows_it_has_and_refuses_unknown_ones(tmp_path, capsys):
+def test_the_two_bases():
+    quarter, half = variations.row_config("base", "quarter"), variations.row_config("base", "half")
+    assert (quarter.n_layers, quarter.d_model, quarter.d_ff, quarter.n_heads, quarter.head_dims) == (
+        3, 128, 512, 8, (16, 16))
+    default = trainer.MULTI30K_MODEL  # the half scale is the default preset's size, with the paper's 8 heads
+    assert (half.n_layers, half.d_model, half.d_ff, half.vocab_size) == (
+        default.n_layers, default.d_model, default.d_ff, default.vocab_size)
+    assert (half.n_heads, half.head_dims) == (8, (32, 32))
+
+
+def test_a_sweep_skips_rows_it_has_and_refuses_bad_settings(tmp_path, capsys):
     results = tmp_path / "results.jsonl"
-    results.write_text(json.dumps({"row": "base", "seed": 0, "updates": 7}) + "\n\n")
-    assert variations.done_rows(results) == {("base", 0, 7)}
+    results.write_text(json.dumps({"scale": "half", "row": "base", "seed": 0, "updates": 7}) + "\n\n")
+    assert variations.done_rows(results) == {("half", "base", 0, 7)}
     assert variations.done_rows(tmp_path / "missing.jsonl") == set()
+    assert variations.main(["--rows", "base", "--scale", "half", "--seeds", "1", "--max-steps", "7", "--results", str(results),
+                            "--no-progress"]) == 0
+    assert "1 of 1 rows already in" in capsys.readouterr().out
     assert variations.main(["--rows", "base", "Z-h3", "--results", str(results)]) == 2
     assert "unknown row 'Z-h3'" in capsys.readouterr().err
+    assert variations.main(["--rows", "base", "--first-seed", "-1", "--results", str(results)]) == 2
+    assert "--first-seed" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        variations.main(["--scale", "tenth"])
