@@ -221,8 +221,8 @@ def bracket_scores(gold: list[Tree], predicted: list[Tree]) -> dict:
 # §6.3 used 4 layers of d_model 1024 on 40K sentences; ours is as deep and a quarter as wide, for 3.9K.
 PARSING_MODEL = TransformerConfig(vocab_size=2000, n_layers=4, d_model=256, d_ff=1024, n_heads=4)
 PARSING_RUN = trainer.RunConfig(corpus="text", src_lang="words", tgt_lang="tree", max_sentence_tokens=400,
-                                batch_tokens=4000, warmup=400, lr_factor=0.5, max_steps=1500, valid_every=250,
-                                save_every=250, save_every_minutes=0, keep_checkpoints=5, average=5,
+                                batch_tokens=4000, warmup=400, lr_factor=0.5, max_steps=1000, valid_every=100,
+                                save_every=100, save_every_minutes=0, keep_checkpoints=5, average=5,
                                 beam_size=21, alpha=0.3, out_dir="runs/ptb-parsing")
 SPLITS = {"train": range(1, 160), "valid": range(160, 180), "test": range(180, 200)}  # by file, wsj_0001...
 
