@@ -63,9 +63,10 @@ def run_row(row: str, seed: int, scale: str, run: trainer.RunConfig, runs_dir: P
     summary = translate_and_score(result, run, progress=progress, max_sentences=max_valid)
     metrics = [json.loads(line) for line in (Path(run.out_dir) / "metrics.jsonl").read_text().splitlines()]
     nll = [m["valid_nll"] for m in metrics if "valid_nll" in m and m["step"] == result["step"]][-1]
-    return {"scale": scale, "row": row, "seed": seed, "updates": result["step"], "changes": ROWS[row], "model": config.to_dict(),
-            "parameters": count_parameters(make_model(config)), "valid_nll": nll, "valid_ppl": math.exp(nll),
-            "bleu": summary["bleu"], "bleu_sentences": summary["sentences"], "train_minutes": summary["train_minutes"]}
+    return {"scale": scale, "row": row, "seed": seed, "updates": result["step"], "changes": ROWS[row],
+            "model": config.to_dict(), "parameters": count_parameters(make_model(config)), "valid_nll": nll,
+            "valid_ppl": math.exp(nll), "bleu": summary["bleu"], "bleu_sentences": summary["sentences"],
+            "train_minutes": summary["train_minutes"]}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -104,7 +105,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="progress bars (default: on)")
     args = parser.parse_args(argv)
     scale_run = SCALES[args.scale]["run"]
-    args.max_steps = args.max_steps or scale_run.max_steps
+    if args.max_steps is None:
+        args.max_steps = scale_run.max_steps
     try:
         for row in args.rows:
             row_config(row, args.scale)

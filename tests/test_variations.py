@@ -33,8 +33,8 @@ def test_a_sweep_skips_rows_it_has_and_refuses_bad_settings(tmp_path, capsys):
     results.write_text(json.dumps({"scale": "half", "row": "base", "seed": 0, "updates": 7}) + "\n\n")
     assert variations.done_rows(results) == {("half", "base", 0, 7)}
     assert variations.done_rows(tmp_path / "missing.jsonl") == set()
-    assert variations.main(["--rows", "base", "--scale", "half", "--seeds", "1", "--max-steps", "7", "--results", str(results),
-                            "--no-progress"]) == 0
+    assert variations.main(["--rows", "base", "--scale", "half", "--seeds", "1", "--max-steps", "7",
+                            "--results", str(results), "--no-progress"]) == 0
     assert "1 of 1 rows already in" in capsys.readouterr().out
     assert variations.main(["--rows", "base", "Z-h3", "--results", str(results)]) == 2
     assert "unknown row 'Z-h3'" in capsys.readouterr().err
