@@ -6,6 +6,7 @@ of model output into trees, and labeled bracket F1 with evalb's conventions."""
 import argparse
 import itertools
 import json
+import random
 import re
 import sys
 import zipfile
@@ -239,6 +240,20 @@ def write_corpus(trees: dict[str, list[Tree]], folder: Path) -> dict[str, int]:
     return counts
 
 
+def reads_its_input(model, sp, corpus: Path, split: str, batch_tokens: int, device="cpu") -> dict:
+    """Validation loss of each tree given its own sentence, and given another sentence of the split. A
+    parser that reads its input does far worse with the wrong sentence; one that has only learned what
+    trees look like does the same with both."""
+    sentences = (corpus / f"{split}.words").read_text(encoding="utf-8").splitlines()
+    trees = (corpus / f"{split}.tree").read_text(encoding="utf-8").splitlines()
+    pairs, _ = data.encode_pairs(sp, list(zip(sentences, trees)))
+    others = [src for src, _ in pairs]
+    random.Random(0).shuffle(others)
+    return {"valid_nll": trainer.validation_loss(model, pairs, batch_tokens, device),
+            "valid_nll_other_sentence": trainer.validation_loss(
+                model, [(other, tgt) for other, (_, tgt) in zip(others, pairs)], batch_tokens, device)}
+
+
 def parse_and_score(model, sp, gold: list[Tree], beam: int, alpha: float, max_extra: int, device="cpu",
                     progress: bool = False) -> dict:
     """Parse the sentences of ``gold`` (beam search over linearized trees), repair, and score."""
@@ -293,6 +308,8 @@ def main(argv: list[str] | None = None) -> int:
         scores = parse_and_score(model, result["sp"], gold, args.beam_size, args.alpha, args.max_extra,
                                  result["device"], args.progress)
         summary = {k: v for k, v in scores.items() if k != "outputs"}
+        summary.update(reads_its_input(model, result["sp"], args.run / "corpus", "valid", run.batch_tokens,
+                                       result["device"]))
         summary.update(updates=result["step"], train_minutes=round(result["minutes"], 1),
                        checkpoints=[p.name for p in averaged])
         (args.run / "parse-results.json").write_text(json.dumps(summary, indent=2) + "\n")
