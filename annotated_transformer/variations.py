@@ -13,11 +13,11 @@ from tqdm import tqdm
 
 from annotated_transformer import data, trainer
 from annotated_transformer.checkpoints import CheckpointError
-from annotated_transformer.config import BASE, TABLE3_ROWS, TransformerConfig
+from annotated_transformer.config import BIG_CHANGES, PRESETS, TABLE3_ROWS, TransformerConfig
 from annotated_transformer.model import count_parameters, make_model
 from annotated_transformer.scale import at_scale
 
-ROWS = {"base": {}, **TABLE3_ROWS, "big": dict(d_model=1024, d_ff=4096, n_heads=16, dropout=0.3)}
+ROWS = {"base": {}, **TABLE3_ROWS, "big": BIG_CHANGES}  # each row's changes to the paper's base
 # Table 3's protocol: development set (here Multi30k's validation split), beam 4, no checkpoint averaging.
 TABLE3_PROTOCOL = dict(test_split="valid", average=1, keep_checkpoints=1)
 # Each scale divides the paper's widths (d_model, d_ff, d_k, d_v) and its depth, and has one budget for every row.
@@ -36,7 +36,7 @@ def row_config(row: str, scale: str = "quarter") -> TransformerConfig:
         raise ValueError(f"unknown row {row!r}; the rows are: {', '.join(ROWS)}")
     if scale not in SCALES:
         raise ValueError(f"unknown scale {scale!r}; the scales are: {', '.join(SCALES)}")
-    paper, widths = BASE.replace(**ROWS[row]), SCALES[scale]["widths"]
+    paper, widths = PRESETS[row], SCALES[scale]["widths"]
     return paper.replace(vocab_size=8000, n_layers=paper.n_layers // SCALES[scale]["depth"],
                          d_model=paper.d_model // widths, d_ff=paper.d_ff // widths,
                          d_k=paper.d_k and paper.d_k // widths, d_v=paper.d_v and paper.d_v // widths)
