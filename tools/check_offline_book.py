@@ -9,6 +9,9 @@ given time to run, and the resulting DOM is inspected:
 - every image (matplotlib figures, static Altair/Vega charts) must be a local file that exists, and an
   SVG chart must contain drawn marks;
 - no interactive chart container may be left empty, and no script may be loaded from the network;
+- no text may look like a Markdown pipe table (a `|---|` rule outside code): a table shown that way was
+  not rendered, and every table a chapter's code cells display must be an HTML table in the page (as
+  many as the chapter's source has cells that display one);
 - every attention explorer must have drawn lines, and must redraw when its head and layer selectors
   change and show fewer lines while a word is hovered (a script added to a copy of the page makes
   those changes and records what it saw).
@@ -27,8 +30,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-DEFAULT_CHAPTERS = ["00_preface", "04_attention", "06_positional_encoding", "07_full_model", "14_results",
-                    "15_attention_figures", "16_performance", "17_model_variations", "18_constituency_parsing"]
+ROOT = Path(__file__).resolve().parents[1]
 NO_NETWORK = [
     "--headless",
     "--no-sandbox",
@@ -60,6 +62,28 @@ window.addEventListener("load", () => setTimeout(() => {
 }, 200));
 </script>"""
 RAW_TEX = re.compile(r"\\\(|\\\[|\$\$|\\frac|\\sqrt|\\text\{")
+# The rule under a Markdown table's header, |---| or | :--- |, also as Sphinx's smart quotes print it (|—|)
+PIPE_RULE = re.compile(r"\|\s*:?(?:-{3,}|[—–]-?)\s*:?\s*\|")
+HIDDEN_OUTPUT = {"remove-output", "remove-cell", "skip-execution"}
+
+
+def toc_chapters(root: Path = ROOT) -> list[str]:
+    """The book's pages in the order of ``_toc.yml`` (the root and every chapter), without suffix."""
+    names = re.findall(r"^\s*(?:root|- file):\s*book/(\S+)\s*$", (root / "_toc.yml").read_text(), flags=re.M)
+    return [name.removesuffix(".md") for name in names]
+
+
+def computed_tables(chapter_source: Path) -> int:
+    """How many code cells of a chapter display a Markdown table (a ``|---|`` rule in their source) and show
+    their output: each must come out as at least one HTML table."""
+    import jupytext  # the book's extras; imported here so that --help works without them
+
+    count = 0
+    for cell in jupytext.read(chapter_source, fmt="md:myst").cells:
+        tags = set(cell.metadata.get("tags", []))
+        if cell.cell_type == "code" and PIPE_RULE.search(cell.source) and not tags & HIDDEN_OUTPUT:
+            count += 1
+    return count
 
 
 class PageScan(HTMLParser):
@@ -75,6 +99,9 @@ class PageScan(HTMLParser):
         self.raw_tex: list[str] = []
         self.chart_divs: list[dict] = []  # open vega-embed containers and whether they got content
         self.explorers: list[dict] = []  # attention explorers: their drawn state and the self-test record
+        self.pipe_text: list[str] = []  # visible text that looks like a Markdown table
+        self.output_tables = 0  # HTML tables inside code-cell outputs
+        self._output_depth = 0  # stack depth of the innermost open cell output (0: none)
         self._skip_depth = 0
         self._stack: list[str] = []
 
@@ -98,6 +125,10 @@ class PageScan(HTMLParser):
         if tag in ("svg", "canvas"):
             for chart in self.chart_divs:
                 chart["filled"] = True
+        if tag == "div" and "cell_output" in (attrs.get("class") or "").split() and not self._output_depth:
+            self._output_depth = len(self._stack)
+        if tag == "table" and self._output_depth:
+            self.output_tables += 1
 
     def _void(self, tag, attrs):
         if tag == "img" and attrs.get("src"):
@@ -112,10 +143,14 @@ class PageScan(HTMLParser):
         while self._stack:
             if self._stack.pop() == tag:
                 break
+        if len(self._stack) < self._output_depth:
+            self._output_depth = 0
 
     def handle_data(self, data):
         if not self._skip_depth and RAW_TEX.search(data):
             self.raw_tex.append(data.strip()[:80])
+        if not self._skip_depth and PIPE_RULE.search(data):
+            self.pipe_text.append(" ".join(data.split())[:80])
 
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
@@ -158,11 +193,16 @@ def explorer_problems(explorers: list[dict]) -> list[str]:
     return problems
 
 
-def check_page(page: Path, source: str, dom: str) -> tuple[PageScan, list[str]]:
-    """The scan of the rendered DOM and what is wrong with it; ``source`` is the page's HTML as built."""
+def check_page(page: Path, source: str, dom: str, tables: int = 0) -> tuple[PageScan, list[str]]:
+    """The scan of the rendered DOM and what is wrong with it; ``source`` is the page's HTML as built and
+    ``tables`` the number of computed tables its chapter displays."""
     scan = PageScan()
     scan.feed(dom)
     problems = []
+    problems += [f"a Markdown table shown as text: {t!r}" for t in scan.pipe_text[:5]]
+    if scan.output_tables < tables:
+        problems.append(f"{tables} code cell(s) display a table, but the page's outputs hold "
+                        f"{scan.output_tables} HTML table(s)")
     if scan.formulas == 0 and 'class="math' in source:
         problems.append("MathJax typeset no formula (is MathJax loaded from _static?)")
     problems += [f"raw TeX left in the text: {t!r}" for t in scan.raw_tex[:5]]
@@ -187,7 +227,7 @@ def check_page(page: Path, source: str, dom: str) -> tuple[PageScan, list[str]]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("chapters", nargs="*", default=DEFAULT_CHAPTERS, help="chapter names without suffix")
+    parser.add_argument("chapters", nargs="*", help="chapter names without suffix (default: every page of _toc.yml)")
     parser.add_argument("--html", type=Path, default=Path("_build/html"), help="built book folder")
     parser.add_argument("--screenshots", type=Path, help="also save a PNG screenshot of each chapter here")
     parser.add_argument("--chromium", default=find_chromium(),
@@ -200,6 +240,7 @@ def main(argv: list[str] | None = None) -> int:
                      "macOS 'brew install --cask chromium'; or pass --chromium /path/to/chrome")
     if args.screenshots:
         args.screenshots.mkdir(parents=True, exist_ok=True)
+    args.chapters = args.chapters or toc_chapters()
     failed = False
     for chapter in args.chapters:
         page = (args.html / "book" / f"{chapter}.html").resolve()
@@ -218,10 +259,13 @@ def main(argv: list[str] | None = None) -> int:
                 tested.unlink()
         else:
             dom = render(args.chromium, page, shot)
-        scan, problems = check_page(page, text, dom)
+        chapter_source = ROOT / "book" / f"{chapter}.md"
+        tables = computed_tables(chapter_source) if chapter_source.is_file() else 0
+        scan, problems = check_page(page, text, dom, tables)
         status = "FAIL" if problems else "ok  "
         explorers = f", {len(scan.explorers)} attention explorer(s) tested" if scan.explorers else ""
-        print(f"{status} {chapter}: {scan.formulas} formulas typeset, {len(scan.images)} figures/charts{explorers}")
+        print(f"{status} {chapter}: {scan.formulas} formulas typeset, {len(scan.images)} figures/charts, "
+              f"{scan.output_tables} computed table(s){explorers}")
         for problem in problems:
             print(f"     - {problem}")
         failed |= bool(problems)
