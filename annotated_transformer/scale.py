@@ -18,3 +18,11 @@ def current_scale() -> str:
 def at_scale(smoke, laptop):
     """Return the value meant for the active scale."""
     return smoke if current_scale() == "smoke" else laptop
+
+
+def smoke_note(model: str) -> None:
+    """Under a model a chapter trained: at smoke scale, print that it had only a few updates, so what it
+    shows is the code running, not a result; at other scales, print nothing."""
+    if current_scale() == "smoke":
+        print(f"AT_SCALE=smoke: {model} trained for a few updates only, so what it shows below is the code "
+              "running, not a trained model (the default scale, laptop, trains it properly).")

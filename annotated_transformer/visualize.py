@@ -192,6 +192,11 @@ def line_view(attn: SentenceAttention, kind: str = "encoder", layer: int | None 
     ax.axis("off")
     names = ", ".join(str(h) for h in heads) if len(heads) < weights.shape[1] else "all"
     ax.set_title(f"{KINDS[kind]}, layer {layer}, head{'s' if len(heads) > 1 else ''} {names}", fontsize=9)
+    if len(heads) > 1:  # which colour is which head
+        handles = [plt.Line2D([], [], color=HEAD_COLOURS[(h - 1) % len(HEAD_COLOURS)], lw=2, label=f"head {h}")
+                   for h in heads]
+        ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=min(len(heads), 4),
+                  fontsize=7, frameon=False, handlelength=1.2, columnspacing=1.0)
     return ax
 
 
@@ -309,11 +314,14 @@ def explorer(sentences: list[SentenceAttention]) -> str:
     """A self-contained HTML fragment: selectors for sentence, kind, layer and head; hover a word for its lines."""
     element = f"at-explorer-{uuid.uuid4().hex[:8]}"
     payload = json.dumps(explorer_data(sentences), ensure_ascii=False).replace("</", "<\\/")
-    colours = json.dumps([matplotlib.colors.to_hex(rgb) for rgb in HEAD_COLOURS])
-    script = EXPLORER_SCRIPT.replace("__ROOT__", json.dumps(element)).replace("__COLOURS__", colours)
+    colours = [matplotlib.colors.to_hex(rgb) for rgb in HEAD_COLOURS]
+    script = EXPLORER_SCRIPT.replace("__ROOT__", json.dumps(element)).replace("__COLOURS__", json.dumps(colours))
     selects = "".join(f'<label>{html.escape(n)} <select name="{n}"></select></label> '
                       for n in ("sentence", "kind", "layer", "head"))
+    legend = "".join(f'<span style="color:{colours[h % len(colours)]};white-space:nowrap">&#9473;&#9473; head {h + 1}'
+                     "</span> " for h in range(sentences[0].encoder.shape[1]))
     return (f'<div class="at-explorer" id="{element}" style="font:13px sans-serif">{selects}'
+            f'<div class="at-legend" style="margin:4px 0">{legend}</div>'
             f'<script type="application/json" class="at-data">{payload}</script>'
             f'<div style="overflow-x:auto"><svg width="520" height="100" style="display:block"></svg></div>'
             f"<script>{script}</script></div>")

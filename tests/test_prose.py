@@ -27,3 +27,25 @@ def test_typed_numbers_are_found_and_computed_ones_are_not(tmp_path):
 
 def test_the_book_states_no_measured_number_by_hand():
     assert check.main(ROOT) == 0
+
+
+def test_the_default_runs_cost_is_stated_once_from_the_stored_runs():
+    """The README and the Makefile state the cost that the preface and chapter 13 glue from book/measured."""
+    from annotated_transformer.trainer import default_run_cost
+
+    cost = default_run_cost(ROOT / "book" / "measured")
+    assert cost.startswith("about ") and "CPU" in cost and "GPU" in cost
+    for name in ("README.md", "Makefile"):
+        text = " ".join((ROOT / name).read_text(encoding="utf-8").replace("#", " ").split())
+        assert f"took {cost}" in text, f"{name} does not say the stored run took {cost!r}"
+    for chapter in ("00_preface.md", "13_real_world_example.md"):
+        assert "default_run_cost(" in (ROOT / "book" / chapter).read_text(encoding="utf-8")
+
+
+def test_the_chapters_state_limits_as_facts_not_as_plans():
+    """Open questions are exercises or stated limits; the book does not talk about its own unfinished work."""
+    plans = ("not yet", "next step", "to be measured", "until then", "machines it was written on",
+             "next experiment")
+    found = [f"{chapter.name}: {phrase!r}" for chapter in sorted((ROOT / "book").glob("*.md"))
+             for phrase in plans if phrase in chapter.read_text(encoding="utf-8").lower()]
+    assert not found, found
