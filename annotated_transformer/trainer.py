@@ -205,6 +205,39 @@ def validation_loss(model, pairs, batch_tokens: int, device) -> float:
     return total / max(tokens, 1)
 
 
+@torch.no_grad()
+def source_alignment(model, pairs, batch_tokens: int, device, max_pairs: int = 256) -> list[float]:
+    """Per decoder layer, how evenly its encoder-decoder attention spreads over the source: the entropy of
+    each head's weights for each real target position, divided by the entropy of an even spread over that
+    sentence's source tokens (ln n), averaged. 1 means the layer does not look at any source word more than
+    another; a model that aligns falls well below it. Measured on the first ``max_pairs`` pairs."""
+    pairs = pairs[:max_pairs]
+    layers = [layer.src_attn for layer in model.decoder.layers]
+    saved = [m.keep_attention for m in layers]
+    model.eval()
+    sums, count = [0.0] * len(layers), 0
+    try:
+        for m in layers:
+            m.keep_attention = True
+        batches = data.TokenBatches([len(s) + 1 for s, _ in pairs], [len(t) + 1 for _, t in pairs], batch_tokens,
+                                    shuffle=False).epoch(0)
+        for indices in batches:
+            batch = data.collate(pairs, indices).to(device)
+            model(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask)
+            uniform = batch.src_mask.sum(-1, keepdim=True).clamp(min=2).log()  # (batch, 1, 1): ln n per sentence
+            real = batch.tgt_out != data.PAD  # (batch, tgt_len): the target positions that predict a token
+            for i, m in enumerate(layers):
+                w = m.attention_weights.float()  # (batch, h, tgt_len, src_len)
+                entropy = -(w * w.clamp(min=1e-12).log()).sum(-1).mean(1)  # (batch, tgt_len), mean over heads
+                sums[i] += (entropy / uniform.squeeze(-1))[real].sum().item()
+            count += int(real.sum())
+    finally:
+        for m, keep in zip(layers, saved):
+            m.keep_attention, m.attention_weights = keep, None
+        model.train()
+    return [total / max(count, 1) for total in sums]
+
+
 # Settings that may change when a run resumes: they do not alter what was trained so far.
 AFTER_TRAINING = ("max_steps", "max_minutes", "eval_batch_tokens", "average", "beam_size", "alpha", "data_dir",
                   "compile", "loss_chunk_tokens", "log_every", "device", "out_dir")
@@ -465,8 +498,10 @@ def report(s: Session, bar, record: dict, progress: bool) -> None:
 
 def validate(s: Session, bar, step: int) -> None:
     nll = validation_loss(s.model, s.valid_pairs, s.stream.budget, s.device)
-    s.log.write(step=step, valid_nll=nll, valid_ppl=math.exp(min(nll, 50)))
-    bar.write(f"update {step}: validation loss {nll:.3f}, perplexity {math.exp(min(nll, 50)):.2f}")
+    alignment = source_alignment(s.model, s.valid_pairs, s.stream.budget, s.device)
+    s.log.write(step=step, valid_nll=nll, valid_ppl=math.exp(min(nll, 50)), source_entropy=alignment)
+    bar.write(f"update {step}: validation loss {nll:.3f}, perplexity {math.exp(min(nll, 50)):.2f}, "
+              f"source attention entropy / uniform by layer {' '.join(f'{a:.2f}' for a in alignment)}")
 
 
 class Interrupt:

@@ -16,6 +16,7 @@ from annotated_transformer import train, trainer
 from annotated_transformer.checkpoints import checkpoints, latest_checkpoint, load_checkpoint
 from annotated_transformer.config import PRESETS, TransformerConfig
 from annotated_transformer.data import PAD
+from annotated_transformer.layers import subsequent_mask
 from annotated_transformer.model import make_model
 from annotated_transformer.optimization import Batch, accumulate_gradients, make_optimizer, sequence_loss
 
@@ -287,3 +288,33 @@ def test_metrics_carry_the_models_flops_and_utilisation(text_corpus, tmp_path):
     records = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     first = next(r for r in records if "loss" in r)
     assert first["tflops"] > 0 and 0 < first["mfu"] < 1.5  # on a CPU, against its measured matmul rate
+
+
+def test_source_alignment_is_one_for_even_attention_and_matches_a_hand_count():
+    """The alignment signal against two references: a decoder whose encoder-decoder queries are zero spreads
+    evenly over the source (ratio exactly 1), and for a trained-looking one it equals the entropy computed
+    by hand from the captured weights."""
+    torch.manual_seed(0)
+    model = make_model(TransformerConfig(vocab_size=30, n_layers=2, d_model=32, d_ff=64, n_heads=4))
+    pairs = [([5, 6, 7, 8], [9, 10]), ([11, 12], [13, 14, 15]), ([16, 17, 18], [19])]
+    for layer in model.decoder.layers:  # every score q·k becomes 0: weights 1/n over the real source tokens
+        torch.nn.init.zeros_(layer.src_attn.w_q.weight)
+        torch.nn.init.zeros_(layer.src_attn.w_q.bias)
+    assert trainer.source_alignment(model, pairs, 1000, "cpu") == pytest.approx([1.0, 1.0])
+
+    torch.manual_seed(1)
+    model = make_model(TransformerConfig(vocab_size=30, n_layers=2, d_model=32, d_ff=64, n_heads=4))
+    ratios = trainer.source_alignment(model, pairs, 1000, "cpu")
+    model.eval()
+    expected = [0.0, 0.0]
+    for src, tgt in pairs:  # one sentence at a time, no padding anywhere
+        s, t = torch.tensor([src + [2]]), torch.tensor([[1] + tgt])
+        for m in (layer.src_attn for layer in model.decoder.layers):
+            m.keep_attention = True
+        model(s, t, torch.ones(1, 1, s.size(1), dtype=torch.bool), subsequent_mask(t.size(1)))
+        for i, layer in enumerate(model.decoder.layers):
+            w = layer.src_attn.attention_weights[0]  # (h, tgt, src)
+            expected[i] += (-(w * w.log()).sum(-1).mean(0) / math.log(s.size(1))).sum().item()
+    count = sum(len(tgt) + 1 for _, tgt in pairs)
+    assert ratios == pytest.approx([e / count for e in expected], rel=1e-5)
+    assert all(0 < r < 1 for r in ratios)
