@@ -189,15 +189,19 @@ def prepare_data(run: RunConfig, vocab_size: int, out_dir: Path, splits: tuple, 
     return sp, train, valid
 
 
+def validation_batches(pairs, batch_tokens: int, device):
+    """The pairs as batches of about ``batch_tokens`` tokens, in one fixed order, on ``device``."""
+    lengths = [len(s) + 1 for s, _ in pairs], [len(t) + 1 for _, t in pairs]
+    for indices in data.TokenBatches(*lengths, batch_tokens, shuffle=False).epoch(0):
+        yield data.collate(pairs, indices).to(device)
+
+
 @torch.no_grad()
 def validation_loss(model, pairs, batch_tokens: int, device) -> float:
     """Mean negative log-likelihood per target token (no label smoothing): log of the perplexity."""
     model.eval()
-    batches = data.TokenBatches([len(s) + 1 for s, _ in pairs], [len(t) + 1 for _, t in pairs], batch_tokens,
-                                shuffle=False).epoch(0)
     total, tokens = 0.0, 0
-    for indices in batches:
-        batch = data.collate(pairs, indices).to(device)
+    for batch in validation_batches(pairs, batch_tokens, device):
         logits = model.generator.proj(model(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask))
         total += sequence_loss(logits, batch.tgt_out, data.PAD, 0.0, reduction="sum").item()
         tokens += batch.n_tokens
@@ -219,10 +223,7 @@ def source_alignment(model, pairs, batch_tokens: int, device, max_pairs: int = 2
     try:
         for m in layers:
             m.keep_attention = True
-        batches = data.TokenBatches([len(s) + 1 for s, _ in pairs], [len(t) + 1 for _, t in pairs], batch_tokens,
-                                    shuffle=False).epoch(0)
-        for indices in batches:
-            batch = data.collate(pairs, indices).to(device)
+        for batch in validation_batches(pairs, batch_tokens, device):
             model(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask)
             uniform = batch.src_mask.sum(-1, keepdim=True).clamp(min=2).log()  # (batch, 1, 1): ln n per sentence
             real = batch.tgt_out != data.PAD  # (batch, tgt_len): the target positions that predict a token

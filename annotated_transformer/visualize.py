@@ -142,6 +142,11 @@ def load_attention(path: Path) -> tuple[list[SentenceAttention], dict]:
 HEAD_COLOURS = plt.get_cmap("tab10").colors
 
 
+def head_colour(head: int):
+    """The colour of head ``head`` (numbered from 1) in every view and legend."""
+    return HEAD_COLOURS[(head - 1) % len(HEAD_COLOURS)]
+
+
 def pick(values: list[int] | None, count: int, what: str) -> list[int]:
     """1-based numbers checked against ``count``; None means all of them."""
     values = list(range(1, count + 1)) if values is None else list(values)
@@ -177,7 +182,7 @@ def line_view(attn: SentenceAttention, kind: str = "encoder", layer: int | None 
     if ax is None:
         _, ax = plt.subplots(figsize=(4.2, 0.22 * max(len(query_labels), len(key_labels)) + 0.8))
     for head in heads:
-        colour = HEAD_COLOURS[(head - 1) % len(HEAD_COLOURS)]
+        colour = head_colour(head)
         for i in rows:
             for j, w in enumerate(weights[layer - 1, head - 1, i]):
                 if w >= min_weight:
@@ -193,8 +198,7 @@ def line_view(attn: SentenceAttention, kind: str = "encoder", layer: int | None 
     names = ", ".join(str(h) for h in heads) if len(heads) < weights.shape[1] else "all"
     ax.set_title(f"{KINDS[kind]}, layer {layer}, head{'s' if len(heads) > 1 else ''} {names}", fontsize=9)
     if len(heads) > 1:  # which colour is which head
-        handles = [plt.Line2D([], [], color=HEAD_COLOURS[(h - 1) % len(HEAD_COLOURS)], lw=2, label=f"head {h}")
-                   for h in heads]
+        handles = [plt.Line2D([], [], color=head_colour(h), lw=2, label=f"head {h}") for h in heads]
         ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=min(len(heads), 4),
                   fontsize=7, frameon=False, handlelength=1.2, columnspacing=1.0)
     return ax
@@ -314,12 +318,12 @@ def explorer(sentences: list[SentenceAttention]) -> str:
     """A self-contained HTML fragment: selectors for sentence, kind, layer and head; hover a word for its lines."""
     element = f"at-explorer-{uuid.uuid4().hex[:8]}"
     payload = json.dumps(explorer_data(sentences), ensure_ascii=False).replace("</", "<\\/")
-    colours = [matplotlib.colors.to_hex(rgb) for rgb in HEAD_COLOURS]
-    script = EXPLORER_SCRIPT.replace("__ROOT__", json.dumps(element)).replace("__COLOURS__", json.dumps(colours))
+    colours = json.dumps([matplotlib.colors.to_hex(rgb) for rgb in HEAD_COLOURS])
+    script = EXPLORER_SCRIPT.replace("__ROOT__", json.dumps(element)).replace("__COLOURS__", colours)
     selects = "".join(f'<label>{html.escape(n)} <select name="{n}"></select></label> '
                       for n in ("sentence", "kind", "layer", "head"))
-    legend = "".join(f'<span style="color:{colours[h % len(colours)]};white-space:nowrap">&#9473;&#9473; head {h + 1}'
-                     "</span> " for h in range(sentences[0].encoder.shape[1]))
+    legend = "".join(f'<span style="color:{matplotlib.colors.to_hex(head_colour(h))};white-space:nowrap">'
+                     f"&#9473;&#9473; head {h}</span> " for h in range(1, sentences[0].encoder.shape[1] + 1))
     return (f'<div class="at-explorer" id="{element}" style="font:13px sans-serif">{selects}'
             f'<div class="at-legend" style="margin:4px 0">{legend}</div>'
             f'<script type="application/json" class="at-data">{payload}</script>'

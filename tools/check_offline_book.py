@@ -68,9 +68,12 @@ HIDDEN_OUTPUT = {"remove-output", "remove-cell", "skip-execution"}
 
 
 def toc_chapters(root: Path = ROOT) -> list[str]:
-    """The book's pages in the order of ``_toc.yml`` (the root and every chapter), without suffix."""
-    names = re.findall(r"^\s*(?:root|- file):\s*book/(\S+)\s*$", (root / "_toc.yml").read_text(), flags=re.M)
-    return [name.removesuffix(".md") for name in names]
+    """The book's pages in the order of ``_toc.yml`` (the root, then every part's chapters), without suffix."""
+    import yaml  # comes with jupyter-book, like jupytext below
+
+    toc = yaml.safe_load((root / "_toc.yml").read_text())
+    files = [toc["root"], *(c["file"] for part in toc.get("parts", [toc]) for c in part.get("chapters", []))]
+    return [Path(f).name.removesuffix(".md") for f in files]
 
 
 def computed_tables(chapter_source: Path) -> int:
