@@ -39,6 +39,8 @@ class TransformerConfig:
     tie_embeddings: bool = setting(True, "one matrix for both embeddings and the generator (§3.4)")
     max_len: int = setting(1024, "longest sequence the positional encoding covers")
     fused_attention: bool = setting(False, "PyTorch's fused attention kernel (same function; on by itself on GPUs)")
+    init: str = setting("pytorch", "the linear layers' initialization: pytorch (nn.Linear's own, U(±1/√fan_in)) "
+                        "or xavier (Glorot uniform, zero biases)")
 
     def __post_init__(self):
         for name in ("vocab_size", "n_layers", "d_model", "d_ff", "n_heads", "max_len"):
@@ -58,6 +60,8 @@ class TransformerConfig:
                 raise ValueError(f"{name} must be in [0, 1), got {getattr(self, name)!r}")
         if self.positional not in ("sinusoidal", "learned"):
             raise ValueError(f"positional must be 'sinusoidal' or 'learned', got {self.positional!r}")
+        if self.init not in ("pytorch", "xavier"):
+            raise ValueError(f"init must be 'pytorch' or 'xavier', got {self.init!r}")
         if self.positional == "sinusoidal" and self.d_model % 2:
             raise ValueError(f"sinusoidal positions need an even d_model, got {self.d_model}")
 

@@ -83,10 +83,13 @@ def make_model(config: TransformerConfig) -> EncoderDecoder:
         nn.Sequential(tgt_embed, positions()),
         Generator(c.d_model, c.vocab_size),
     )
+    # The stacks' layers are deep copies of one layer, so every linear layer is drawn again, each its own.
     for module in [*model.encoder.modules(), *model.decoder.modules()]:
-        if isinstance(module, nn.Linear):
+        if isinstance(module, nn.Linear) and c.init == "xavier":
             nn.init.xavier_uniform_(module.weight)
             nn.init.zeros_(module.bias)
+        elif isinstance(module, nn.Linear):
+            module.reset_parameters()  # PyTorch's own: weights and biases from U(±1/√fan_in)
     if c.tie_embeddings:
         model.generator.proj.weight = src_embed.lut.weight  # three-way tying: one Parameter
     return model

@@ -84,9 +84,12 @@ class RunConfig:
         return checked_replace(self, **changes)
 
 
-MULTI30K_MODEL = TransformerConfig(vocab_size=8000, n_layers=3, d_model=256, d_ff=1024, n_heads=4)
+MULTI30K_MODEL = TransformerConfig(vocab_size=8000, n_layers=3, d_model=256, d_ff=1024, n_heads=4, init="xavier")
 MULTI30K_RUN = RunConfig(batch_tokens=2200, warmup=400, lr_factor=0.5, max_steps=2200, valid_every=200,
                          save_every=200, save_every_minutes=0, keep_checkpoints=5, average=5)
+# The paper's depth and heads at the default's width, for the attention figures (chapter 15).
+FIGURE_MODEL = MULTI30K_MODEL.replace(n_layers=6, n_heads=8, init="pytorch")
+FIGURE_RUN = MULTI30K_RUN.replace(max_steps=1600, average=3, out_dir="runs/multi30k-figure")
 PAPER_RUN = RunConfig(corpus="wmt14", valid_split="dev", max_sentence_tokens=256, batch_tokens=25000, warmup=4000,
                       max_steps=100_000, valid_every=1000, save_every=0, save_every_minutes=10.0, keep_checkpoints=5,
                       average=5, out_dir="runs/wmt14-en-de-base")
@@ -99,6 +102,7 @@ OPTION_ALIASES = {"out_dir": ("--run",), "batch_tokens": ("--max-tokens",), "acc
 
 RUN_PRESETS = {
     "multi30k": (MULTI30K_MODEL, MULTI30K_RUN),
+    "figure": (FIGURE_MODEL, FIGURE_RUN),
     "base": (MODEL_PRESETS["base"], PAPER_RUN),
     "big": (MODEL_PRESETS["big"], PAPER_RUN.replace(max_steps=300_000, keep_checkpoints=20, average=20,
                                                     out_dir="runs/wmt14-en-de-big")),
@@ -237,6 +241,30 @@ def source_alignment(model, pairs, batch_tokens: int, device, max_pairs: int = 2
             m.keep_attention, m.attention_weights = keep, None
         model.train()
     return [total / max(count, 1) for total in sums]
+
+
+@torch.no_grad()
+def position_similarity(model, src, src_mask) -> list[float]:
+    """Per encoder layer, the mean cosine similarity between its outputs at two different real positions of
+    one sentence. Near 1, the stack has made every position alike, and no attention over them can pick one
+    word out; ``src``: (batch, src_len) token ids, ``src_mask``: (batch, 1, src_len)."""
+    outputs = []
+    hooks = [layer.register_forward_hook(lambda m, i, out: outputs.append(out)) for layer in model.encoder.layers]
+    training, _ = model.training, model.eval()
+    try:
+        model.encode(src, src_mask)
+    finally:
+        for hook in hooks:
+            hook.remove()
+        model.train(training)
+    real = src_mask.squeeze(1).float()  # (batch, src_len)
+    distinct = real[:, :, None] * real[:, None, :] * (1 - torch.eye(real.size(1), device=real.device))
+    similarities = []
+    for out in outputs:
+        unit = torch.nn.functional.normalize(out.float(), dim=-1)
+        cosine = unit @ unit.transpose(1, 2)  # (batch, src_len, src_len)
+        similarities.append(((cosine * distinct).sum() / distinct.sum().clamp(min=1)).item())
+    return similarities
 
 
 # Settings that may change when a run resumes: they do not alter what was trained so far.

@@ -120,6 +120,7 @@ def test_presets_cover_every_table_3_row():
         (dict(dropout=1.5), "dropout must be in"),
         (dict(positional="rotary"), "positional must be"),
         (dict(d_model=0), "positive integer"),
+        (dict(init="kaiming"), "init must be"),
     ],
 )
 def test_bad_configurations_are_refused_clearly(changes, message):
@@ -142,3 +143,31 @@ def test_dropout_sits_where_section_5_4_puts_it():
     assert len(embedding_sums) == 2 and all(rates[n] == 0.1 for n in embedding_sums)
     assert len(attention_weights) == 3 and all(rates[n] == 0.0 for n in attention_weights)
     assert len(rates) == 10  # nothing else is dropped out
+
+
+@pytest.mark.parametrize("init", ["pytorch", "xavier"])
+def test_every_linear_layer_is_drawn_on_its_own_within_its_init_bound(init):
+    model = make_model(SMALL.replace(n_layers=3, init=init))
+    linears = [m for m in [*model.encoder.modules(), *model.decoder.modules()] if isinstance(m, torch.nn.Linear)]
+    for m in linears:
+        fan_out, fan_in = m.weight.shape
+        bound = fan_in**-0.5 if init == "pytorch" else (6 / (fan_in + fan_out)) ** 0.5
+        assert m.weight.abs().max() <= bound
+        assert m.weight.abs().max() > 0.9 * bound  # drawn from the whole interval, not a narrower one
+        assert (m.bias == 0).all() == (init == "xavier")
+    first, second = model.encoder.layers[0], model.encoder.layers[1]
+    assert not torch.equal(first.feed_forward.w_1.weight, second.feed_forward.w_1.weight)
+    assert not torch.equal(model.decoder.layers[0].src_attn.w_q.weight, model.decoder.layers[2].src_attn.w_q.weight)
+
+
+def test_a_fresh_six_layer_post_norm_encoder_keeps_its_positions_apart():
+    """Xavier's larger sub-layer outputs make a post-norm stack map every position to nearly the same vector
+    before any training; the cross-attention then has nothing to choose between (chapter 12)."""
+    from annotated_transformer.trainer import position_similarity
+
+    config = TransformerConfig(vocab_size=1000, n_layers=6, d_model=128, d_ff=512, n_heads=4)
+    src = torch.randint(4, 1000, (16, 20))
+    mask = torch.ones(16, 1, 20, dtype=torch.bool)
+    top = {init: position_similarity(make_model(config.replace(init=init)), src, mask)[-1]
+           for init in ("pytorch", "xavier")}
+    assert top["pytorch"] < 0.6 < 0.85 < top["xavier"]
