@@ -43,11 +43,11 @@ def row_config(row: str, scale: str = "quarter") -> TransformerConfig:
 
 
 def done_rows(results: Path) -> set:
-    """(scale, row, seed, updates) of every result already stored."""
+    """(scale, row, seed, updates, initialization) of every result already stored."""
     if not results.is_file():
         return set()
     records = [json.loads(line) for line in results.read_text().splitlines() if line.strip()]
-    return {(r["scale"], r["row"], r["seed"], r["updates"]) for r in records}
+    return {(r["scale"], r["row"], r["seed"], r["updates"], r["model"].get("init", "xavier")) for r in records}
 
 
 def run_row(row: str, seed: int, scale: str, run: trainer.RunConfig, runs_dir: Path, progress: bool,
@@ -56,16 +56,18 @@ def run_row(row: str, seed: int, scale: str, run: trainer.RunConfig, runs_dir: P
     from annotated_transformer.train import translate_and_score
 
     config = row_config(row, scale)
-    run = run.replace(seed=seed, out_dir=str(runs_dir / f"{scale}-{row}-seed{seed}"))
+    run = run.replace(seed=seed, out_dir=str(runs_dir / f"{scale}-{row}-{config.init}-seed{seed}"))
     result = trainer.train(config, run, progress=progress)
     if result["interrupted"]:
         raise KeyboardInterrupt
     summary = translate_and_score(result, run, progress=progress, max_sentences=max_valid)
     metrics = [json.loads(line) for line in (Path(run.out_dir) / "metrics.jsonl").read_text().splitlines()]
-    nll = [m["valid_nll"] for m in metrics if "valid_nll" in m and m["step"] == result["step"]][-1]
+    last = [m for m in metrics if "valid_nll" in m and m["step"] == result["step"]][-1]
+    nll = last["valid_nll"]
     return {"scale": scale, "row": row, "seed": seed, "updates": result["step"], "changes": ROWS[row],
             "model": config.to_dict(), "parameters": count_parameters(make_model(config)), "valid_nll": nll,
-            "valid_ppl": math.exp(nll), "bleu": summary["bleu"], "bleu_sentences": summary["sentences"],
+            "valid_ppl": math.exp(nll), "source_entropy": last.get("source_entropy"), "bleu": summary["bleu"],
+            "bleu_sentences": summary["sentences"],
             "train_minutes": summary["train_minutes"]}
 
 
@@ -121,7 +123,8 @@ def main(argv: list[str] | None = None) -> int:
         base_seeds = range(args.first_seed, args.first_seed + args.seeds)
         jobs = [(row, seed) for row in args.rows for seed in (base_seeds if row == "base" else [0])]
         done = done_rows(args.results)
-        todo = [(row, seed) for row, seed in jobs if (args.scale, row, seed, args.max_steps) not in done]
+        todo = [(row, seed) for row, seed in jobs
+                if (args.scale, row, seed, args.max_steps, row_config(row, args.scale).init) not in done]
         print(f"{len(jobs) - len(todo)} of {len(jobs)} rows already in {args.results}")
         args.results.parent.mkdir(parents=True, exist_ok=True)
         for row, seed in tqdm(todo, desc="Table 3 rows", unit="row", disable=not args.progress):

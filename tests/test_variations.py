@@ -30,8 +30,10 @@ def test_the_two_bases():
 
 def test_a_sweep_skips_rows_it_has_and_refuses_bad_settings(tmp_path, capsys):
     results = tmp_path / "results.jsonl"
-    results.write_text(json.dumps({"scale": "half", "row": "base", "seed": 0, "updates": 7}) + "\n\n")
-    assert variations.done_rows(results) == {("half", "base", 0, 7)}
+    stored = {"scale": "half", "row": "base", "seed": 0, "updates": 7, "model": {"init": "pytorch"}}
+    results.write_text(json.dumps(stored) + "\n" + json.dumps({**stored, "model": {}, "seed": 1}) + "\n\n")
+    # a record without an init was trained before the option existed, with Xavier's
+    assert variations.done_rows(results) == {("half", "base", 0, 7, "pytorch"), ("half", "base", 1, 7, "xavier")}
     assert variations.done_rows(tmp_path / "missing.jsonl") == set()
     assert variations.main(["--rows", "base", "--scale", "half", "--seeds", "1", "--max-steps", "7",
                             "--results", str(results), "--no-progress"]) == 0
