@@ -250,7 +250,8 @@ def position_similarity(model, src, src_mask) -> list[float]:
     word out; ``src``: (batch, src_len) token ids, ``src_mask``: (batch, 1, src_len)."""
     outputs = []
     hooks = [layer.register_forward_hook(lambda m, i, out: outputs.append(out)) for layer in model.encoder.layers]
-    training, _ = model.training, model.eval()
+    training = model.training
+    model.eval()
     try:
         model.encode(src, src_mask)
     finally:

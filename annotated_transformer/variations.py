@@ -67,8 +67,7 @@ def run_row(row: str, seed: int, scale: str, run: trainer.RunConfig, runs_dir: P
     return {"scale": scale, "row": row, "seed": seed, "updates": result["step"], "changes": ROWS[row],
             "model": config.to_dict(), "parameters": count_parameters(make_model(config)), "valid_nll": nll,
             "valid_ppl": math.exp(nll), "source_entropy": last.get("source_entropy"), "bleu": summary["bleu"],
-            "bleu_sentences": summary["sentences"],
-            "train_minutes": summary["train_minutes"]}
+            "bleu_sentences": summary["sentences"], "train_minutes": summary["train_minutes"]}
 
 
 def main(argv: list[str] | None = None) -> int:
