@@ -12,9 +12,8 @@ import argparse
 import json
 from pathlib import Path
 
-from annotated_transformer import data, trainer
+from annotated_transformer import trainer
 from annotated_transformer.config import TransformerConfig
-from annotated_transformer.optimization import accumulate_gradients
 
 
 def layer_grad_norms(layers) -> list[float]:
@@ -41,28 +40,25 @@ def main() -> None:
     s = trainer.start(config, run)
     encoder, decoder = s.model.encoder.layers, s.model.decoder.layers
     at, records = trainer.Position(), []
+
+    def record_gradients(*_):  # runs inside train_step, after backward and before the optimizer's update
+        if at.step % a.every == 0:
+            records[-1]["grad_norm"] = {"encoder": layer_grad_norms(encoder), "decoder": layer_grad_norms(decoder)}
+
+    s.optimizer.register_step_pre_hook(record_gradients)
     for step in range(a.steps + 1):
-        record = None
         if step % a.every == 0:
             sample = next(trainer.validation_batches(s.valid_pairs[:200], 10**6, s.device))  # one batch
-            record = {"step": step,
-                      "valid_nll": round(trainer.validation_loss(s.model, s.valid_pairs[:500], 3000, s.device), 4),
-                      "position_similarity": [round(x, 4) for x in
-                                              trainer.position_similarity(s.model, sample.src, sample.src_mask)],
-                      "source_entropy": [round(x, 4) for x in
-                                         trainer.source_alignment(s.model, s.valid_pairs, 3000, s.device, 200)]}
-            records.append(record)
-            print(json.dumps(record), flush=True)
-        if step == a.steps:
-            break
-        micro = s.stream.next(at)
-        accumulate_gradients(s.model, micro, config.label_smoothing, data.PAD, sum(b.n_tokens for b in micro))
-        if record is not None:
-            record["grad_norm"] = {"encoder": layer_grad_norms(encoder), "decoder": layer_grad_norms(decoder)}
-        s.optimizer.step()
-        s.scheduler.step()
-        s.optimizer.zero_grad(set_to_none=True)
-        at.step += 1
+            records.append({
+                "step": step,
+                "valid_nll": round(trainer.validation_loss(s.model, s.valid_pairs[:500], 3000, s.device), 4),
+                "position_similarity": [round(x, 4) for x in
+                                        trainer.position_similarity(s.model, sample.src, sample.src_mask)],
+                "source_entropy": [round(x, 4) for x in
+                                   trainer.source_alignment(s.model, s.valid_pairs, 3000, s.device, 200)]})
+            print(json.dumps(records[-1]), flush=True)
+        if step < a.steps:
+            trainer.train_step(s, at)  # one optimizer update, exactly as the train command makes it
     a.out.write_text("".join(json.dumps(r) + "\n" for r in records))
 
 
