@@ -85,10 +85,12 @@ def make_model(config: TransformerConfig) -> EncoderDecoder:
     )
     # The stacks' layers are deep copies of one layer, so every linear layer is drawn again, each its own.
     for module in [*model.encoder.modules(), *model.decoder.modules()]:
-        if isinstance(module, nn.Linear) and c.init == "xavier":
+        if not isinstance(module, nn.Linear):
+            continue
+        if c.init == "xavier":
             nn.init.xavier_uniform_(module.weight)
             nn.init.zeros_(module.bias)
-        elif isinstance(module, nn.Linear):
+        else:
             module.reset_parameters()  # PyTorch's own: weights and biases from U(±1/√fan_in)
     if c.tie_embeddings:
         model.generator.proj.weight = src_embed.lut.weight  # three-way tying: one Parameter
