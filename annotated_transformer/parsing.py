@@ -112,25 +112,32 @@ def tags(tree: Tree) -> list[str]:
     return [leaf.label for leaf in tree.leaves()]
 
 
-def linearize(tree: Tree) -> str:
-    """The tree as a token sequence: ``(S (NP XX XX )NP (VP XX )VP XX )S``. Words become XX, so the model
-    predicts the brackets and their labels, not the parts of speech."""
+def linearize(tree: Tree, placeholder: str | None = None) -> str:
+    """The tree as a token sequence: ``(S (NP The cat )NP (VP sat )VP . )S``, or with every word written as
+    ``placeholder`` (Vinyals et al.'s ``XX``): ``(S (NP XX XX )NP (VP XX )VP XX )S``. Either way the parts
+    of speech are left out, so the model predicts the brackets and their labels."""
     if tree.word is not None:
-        return "XX"
-    return f"({tree.label} " + " ".join(linearize(c) for c in tree.children) + f" ){tree.label}"
+        return placeholder or tree.word
+    return f"({tree.label} " + " ".join(linearize(c, placeholder) for c in tree.children) + f" ){tree.label}"
+
+
+def is_word(token: str) -> bool:
+    """Whether a token of a linearized tree stands for a word (a word, or XX) rather than a bracket."""
+    return not token.startswith(("(", ")"))
 
 
 def delinearize(text: str, n_words: int) -> tuple[Tree, bool]:
     """The tree a model's output describes over ``n_words`` words, and whether it had to be repaired.
 
-    Repairs: a closing bracket with no open constituent, or one whose label differs from the open one,
-    closes the open one (or is dropped); constituents still open at the end are closed; XX beyond the
-    sentence's words are dropped and missing ones appended at the end; constituents without words are
-    removed; several top-level constituents are joined under one S."""
+    Every token that is not a bracket (a word, or ``XX``) stands for the next word of the sentence; the
+    words of the result are numbered 0, 1, ... Repairs: a closing bracket with no open constituent, or one
+    whose label differs from the open one, closes the open one (or is dropped); constituents still open at
+    the end are closed; words beyond the sentence's are dropped and missing ones appended at the end;
+    constituents without words are removed; several top-level constituents are joined under one S."""
     root, repaired, leaves = Tree("ROOT"), False, 0
     stack = [root]
     for token in text.split():
-        if token == "XX":
+        if is_word(token):
             if leaves < n_words:
                 stack[-1].children.append(Tree("XX", word=str(leaves)))
                 leaves += 1
@@ -143,7 +150,7 @@ def delinearize(text: str, n_words: int) -> tuple[Tree, bool]:
         elif token.startswith(")") and len(stack) > 1:
             repaired |= token[1:] != stack[-1].label
             stack.pop()
-        else:  # an unmatched closing bracket, or a token that is neither
+        else:  # an unmatched closing bracket, or a bracket without a label
             repaired = True
     repaired |= len(stack) > 1 or leaves < n_words
     for i in range(leaves, n_words):
@@ -224,18 +231,19 @@ PARSING_MODEL = TransformerConfig(vocab_size=2000, n_layers=4, d_model=256, d_ff
 PARSING_RUN = trainer.RunConfig(corpus="text", src_lang="words", tgt_lang="tree", max_sentence_tokens=400,
                                 batch_tokens=4000, warmup=400, lr_factor=0.5, max_steps=1000, valid_every=100,
                                 save_every=100, save_every_minutes=0, keep_checkpoints=5, average=5,
-                                beam_size=21, alpha=0.3, out_dir="runs/ptb-parsing")
+                                beam_size=21, alpha=1.0, out_dir="runs/ptb-parsing")  # §6.3: α 0.3 (see below)
 SPLITS = {"train": range(1, 160), "valid": range(160, 180), "test": range(180, 200)}  # by file, wsj_0001...
 
 
-def write_corpus(trees: dict[str, list[Tree]], folder: Path) -> dict[str, int]:
+def write_corpus(trees: dict[str, list[Tree]], folder: Path, placeholder: str | None = None) -> dict[str, int]:
     """SPLIT.words (sentences) and SPLIT.tree (linearized trees) for each split, files kept together."""
     folder.mkdir(parents=True, exist_ok=True)
     counts = {}
     for split, numbers in SPLITS.items():
         chosen = [t for n in numbers for t in trees.get(f"wsj_{n:04d}", [])]
         (folder / f"{split}.words").write_text("".join(" ".join(words(t)) + "\n" for t in chosen), encoding="utf-8")
-        (folder / f"{split}.tree").write_text("".join(linearize(t) + "\n" for t in chosen), encoding="utf-8")
+        (folder / f"{split}.tree").write_text("".join(linearize(t, placeholder) + "\n" for t in chosen),
+                                              encoding="utf-8")
         counts[split] = len(chosen)
     return counts
 
@@ -261,8 +269,9 @@ def parse_and_score(model, sp, gold: list[Tree], beam: int, alpha: float, max_ex
                                   max_extra=max_extra, progress=progress)
     repaired = [delinearize(text, len(words(t))) for text, t in zip(outputs, gold)]
     scores = bracket_scores(gold, [tree for tree, _ in repaired])
-    return {**scores, "sentences": len(gold), "repaired": sum(r for _, r in repaired), "beam": beam,
-            "alpha": alpha, "max_extra": max_extra, "outputs": outputs}
+    too_few = sum(sum(map(is_word, text.split())) < len(words(t)) for text, t in zip(outputs, gold))
+    return {**scores, "sentences": len(gold), "repaired": sum(r for _, r in repaired), "too_few_words": too_few,
+            "beam": beam, "alpha": alpha, "max_extra": max_extra, "outputs": outputs}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -270,20 +279,28 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m annotated_transformer.parsing",
         description="English constituency parsing as translation (§6.3): train the package's Transformer on "
         "NLTK's sample of the WSJ treebank (sentences to linearized trees, split by file), then parse the "
-        "held-out files with the paper's settings (beam 21, alpha 0.3, up to input length + 300 tokens), repair "
+        "held-out files (beam 21 as in the paper, alpha 1.0, up to input length + 300 tokens), repair "
         "ill-formed output and report labeled bracket F1 (evalb conventions). Resumes an interrupted run.")
     parser.add_argument("--run", "--out-dir", type=Path, default=Path(PARSING_RUN.out_dir), metavar="DIR",
                         help="run folder (default: %(default)s)")
     parser.add_argument("--max-steps", type=int, default=at_scale(smoke=3, laptop=PARSING_RUN.max_steps),
                         metavar="N", help="updates to train (default: %(default)s)")
+    parser.add_argument("--split", choices=["test", "valid"], default="test",
+                        help="sentences to parse: the held-out files (default) or the validation files, on which "
+                        "to choose --beam and --alpha (results go to parse-results-valid.json)")
     parser.add_argument("--limit", type=int, default=at_scale(smoke=2, laptop=0), metavar="N",
-                        help="parse only the first N test sentences (0: all; default: %(default)s)")
+                        help="parse only the first N sentences of the split (0: all; default: %(default)s)")
     parser.add_argument("--beam-size", "--beam", type=int, default=PARSING_RUN.beam_size, metavar="K",
                         help="beam size (default: %(default)s, as §6.3)")
     parser.add_argument("--alpha", "--lenpen", type=float, default=PARSING_RUN.alpha, metavar="X",
-                        help="length penalty (default: %(default)s, as §6.3)")
+                        help="length penalty (default: %(default)s; §6.3: 0.3)")
     parser.add_argument("--max-extra", type=int, default=at_scale(smoke=10, laptop=300), metavar="N",
                         help="outputs up to input + N tokens (default: %(default)s; §6.3: 300)")
+    parser.add_argument("--leaves", choices=["words", "XX"], default="words",
+                        help="how the target trees write the words: as themselves (default), or all as XX, as "
+                        "Vinyals et al. do (the chapter compares the two)")
+    parser.add_argument("--train-fraction", type=float, default=1.0, metavar="F",
+                        help="train on the first F of the training trees, 0 < F <= 1 (default: %(default)s)")
     parser.add_argument("--data-dir", type=Path, metavar="DIR", help="folder with ptb/treebank.zip")
     parser.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto (default: %(default)s)")
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True,
@@ -292,10 +309,21 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.max_steps < 1 or args.limit < 0 or args.beam_size < 1 or args.max_extra < 0:
             raise ValueError("--max-steps and --beam-size must be positive, --limit and --max-extra at least 0")
+        if not 0 < args.train_fraction <= 1:
+            raise ValueError(f"--train-fraction must be above 0 and at most 1, got {args.train_fraction}")
+        corpus = {"leaves": args.leaves, "train_fraction": args.train_fraction}
+        settings = args.run / "parsing.json"
+        if settings.is_file() and json.loads(settings.read_text()) != corpus:
+            raise ValueError(f"{args.run} was trained on the corpus {settings.read_text().strip()}; give the same "
+                             "--leaves and --train-fraction to continue it, or another --run")
         trees = load_treebank(args.data_dir)
-        counts = write_corpus(trees, args.run / "corpus")
-        print(f"trees: {counts['train']:,} train, {counts['valid']:,} valid, {counts['test']:,} test (split by file)")
+        counts = write_corpus(trees, args.run / "corpus", None if args.leaves == "words" else args.leaves)
+        settings.write_text(json.dumps(corpus) + "\n")
+        train_trees = max(1, round(args.train_fraction * counts["train"]))
+        print(f"trees: {train_trees:,} of {counts['train']:,} train, {counts['valid']:,} valid, {counts['test']:,} "
+              "test (split by file)")
         run = PARSING_RUN.replace(out_dir=str(args.run), data_dir=str(args.run / "corpus"),
+                                  max_train_pairs=train_trees if args.train_fraction < 1 else 0,
                                   max_steps=args.max_steps, valid_every=min(PARSING_RUN.valid_every, args.max_steps),
                                   save_every=min(PARSING_RUN.save_every, args.max_steps), device=args.device)
         result = trainer.train(PARSING_MODEL, run, progress=args.progress)
@@ -304,22 +332,23 @@ def main(argv: list[str] | None = None) -> int:
         averaged = pick_checkpoints(args.run, average=available_average(args.run, run.average))
         model = result["model"]
         model.load_state_dict(average_checkpoints(averaged))
-        gold = [t for n in SPLITS["test"] for t in trees.get(f"wsj_{n:04d}", [])][: args.limit or None]
+        gold = [t for n in SPLITS[args.split] for t in trees.get(f"wsj_{n:04d}", [])][: args.limit or None]
         scores = parse_and_score(model, result["sp"], gold, args.beam_size, args.alpha, args.max_extra,
                                  result["device"], args.progress)
         summary = {k: v for k, v in scores.items() if k != "outputs"}
         summary.update(reads_its_input(model, result["sp"], args.run / "corpus", "valid", run.batch_tokens,
                                        result["device"]))
-        summary.update(updates=result["step"], train_minutes=round(result["minutes"], 1),
-                       checkpoints=[p.name for p in averaged])
-        (args.run / "parse-results.json").write_text(json.dumps(summary, indent=2) + "\n")
-        (args.run / "test.parses").write_text("".join(o + "\n" for o in scores["outputs"]), encoding="utf-8")
+        summary.update(**corpus, train_trees=train_trees, updates=result["step"],
+                       train_minutes=round(result["minutes"], 1), checkpoints=[p.name for p in averaged])
+        suffix = "" if args.split == "test" else f"-{args.split}"
+        (args.run / f"parse-results{suffix}.json").write_text(json.dumps(summary, indent=2) + "\n")
+        (args.run / f"{args.split}.parses").write_text("".join(o + "\n" for o in scores["outputs"]), encoding="utf-8")
     except (data.DataError, CheckpointError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     print(f"labeled F1 {100 * summary['f1']:.2f} (precision {100 * summary['precision']:.2f}, recall "
-          f"{100 * summary['recall']:.2f}) on {summary['sentences']} held-out sentences; "
-          f"{summary['repaired']} outputs needed repair")
+          f"{100 * summary['recall']:.2f}) on {summary['sentences']} {args.split} sentences; "
+          f"{summary['repaired']} outputs needed repair, {summary['too_few_words']} had fewer words than their input")
     return 0
 
 

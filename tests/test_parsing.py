@@ -23,7 +23,8 @@ def test_cleaning_strips_function_tags_empty_elements_and_the_outer_bracket():
     assert tree.label == "S"
     assert [c.label for c in tree.children] == ["NP", "VP", "."]
     assert words(tree) == ["The", "cat", "sat", "."] and tags(tree) == ["DT", "NN", "VBD", "."]
-    assert linearize(tree) == "(S (NP XX XX )NP (VP XX )VP XX )S"
+    assert linearize(tree) == "(S (NP The cat )NP (VP sat )VP . )S"
+    assert linearize(tree, "XX") == "(S (NP XX XX )NP (VP XX )VP XX )S"
 
 
 def test_f1_against_a_hand_count():
@@ -34,8 +35,9 @@ def test_f1_against_a_hand_count():
     scores = bracket_scores([_gold()], [predicted])
     assert (scores["matched"], scores["gold"], scores["predicted"]) == (1, 3, 3)
     assert scores["f1"] == pytest.approx(1 / 3)
-    perfect, _ = delinearize(linearize(_gold()), 4)
-    assert bracket_scores([_gold()], [perfect])["f1"] == 1.0
+    for placeholder in (None, "XX"):  # an output with the words reads as one with XX in their place
+        perfect, repaired = delinearize(linearize(_gold(), placeholder), 4)
+        assert not repaired and bracket_scores([_gold()], [perfect])["f1"] == 1.0
 
 
 def test_f1_counts_brackets_as_a_multiset_and_treats_prt_as_advp():
@@ -58,9 +60,19 @@ def test_f1_counts_brackets_as_a_multiset_and_treats_prt_as_advp():
 def test_ill_formed_output_is_repaired_and_counted(output, expected):
     tree, repaired = delinearize(output, 4)
     assert repaired
-    assert linearize(tree) == expected
+    assert linearize(tree, "XX") == expected
 
 
 def test_unbalanced_treebank_text_is_an_error():
     with pytest.raises(ValueError, match="unbalanced"):
         parse_bracketed("((S (NP (DT a))")
+
+
+def test_a_run_folder_refuses_another_corpus(tmp_path, capsys):
+    from annotated_transformer.parsing import main
+
+    (tmp_path / "parsing.json").write_text('{"leaves": "XX", "train_fraction": 1.0}\n')
+    assert main(["--run", str(tmp_path), "--no-progress"]) == 2
+    assert "--leaves" in capsys.readouterr().err
+    assert main(["--run", str(tmp_path), "--train-fraction", "1.5"]) == 2
+    assert "--train-fraction" in capsys.readouterr().err
