@@ -175,7 +175,7 @@ def line_view(attn: SentenceAttention, kind: str = "encoder", layer: int | None 
 
     ``layer`` defaults to the second-to-last, the place of the paper's layer 5 of 6."""
     weights = attn.weights(kind)
-    layer = pick([layer or default_layer(weights.shape[0])], weights.shape[0], "layer")[0]
+    layer = pick([default_layer(weights.shape[0]) if layer is None else layer], weights.shape[0], "layer")[0]
     heads = pick(heads, weights.shape[1], "head")
     query_labels, key_labels = attn.labels(kind)
     rows = range(len(query_labels)) if queries is None else [find_word(query_labels, q) for q in queries]
@@ -336,7 +336,13 @@ def numbers(text: str) -> list[int]:
     result = []
     for part in text.split(","):
         first, _, last = part.partition("-")
-        result += list(range(int(first), int(last or first) + 1))
+        try:
+            span = range(int(first), int(last or first) + 1)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r}: write numbers like 3, 1,4 or 2-5") from None
+        if not span:
+            raise argparse.ArgumentTypeError(f"{part!r} is an empty range: write the smaller number first")
+        result += list(span)
     return result
 
 
@@ -352,7 +358,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--stored", type=Path, help="weights saved with --save, instead of a model")
     parser.add_argument("--index", type=int, default=1, help="which sentence of -i or --stored (from 1; default 1)")
     parser.add_argument("--kind", choices=list(KINDS), default="encoder", help="attention to draw (default: encoder)")
-    parser.add_argument("--layer", type=int, help="layer of the line view, from 1 (default: the second-to-last, "
+    parser.add_argument("--layer", type=int, help="layer to draw, from 1 (line view default: the second-to-last, "
                         "where the paper's layer 5 of 6 sits)")
     parser.add_argument("--heads", type=numbers, help="heads, from 1: '3', '1,4' or '2-5' (default: all)")
     parser.add_argument("--query", action="append", help="draw only the lines from this word (repeatable)")
@@ -423,7 +429,7 @@ def draw(args, sentences: list[SentenceAttention]) -> None:
         ax = line_view(attn, args.kind, args.layer, args.heads, args.query)
         fig = ax.figure
     else:
-        fig = grid_view(attn, args.kind, heads=args.heads)
+        fig = grid_view(attn, args.kind, layers=None if args.layer is None else [args.layer], heads=args.heads)
     target = args.output or Path(f"attention-{args.view}.png")
     fig.savefig(target, dpi=150, bbox_inches="tight")
     print(f"wrote {target}")

@@ -193,12 +193,30 @@ def test_command_draws_from_stored_weights(stored, tmp_path):
 @pytest.mark.parametrize("argv, message", [
     (["--heads", "9"], "head [9] out of range: this model has heads 1 to 8"),
     (["--layer", "7"], "layer [7] out of range"),
+    (["--layer", "0"], "layer [0] out of range"),
+    (["--view", "grid", "--layer", "0"], "layer [0] out of range"),
     (["--query", "nowhere"], "'nowhere' is not a token of this sentence"),
     (["--index", "3"], "--index 3"),
 ])
 def test_command_rejects_bad_choices_clearly(stored, argv, message, capsys):
     assert visualize.main(["--stored", str(stored), *argv]) == 2
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("heads, message", [("3-1", "empty range"), ("two", "write numbers like")])
+def test_command_refuses_head_lists_it_cannot_read(stored, heads, message, capsys):
+    with pytest.raises(SystemExit) as stop:
+        visualize.main(["--stored", str(stored), "--heads", heads])
+    assert stop.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_grid_view_draws_only_the_layer_asked_for(stored, tmp_path, monkeypatch):
+    drawn = []
+    monkeypatch.setattr(visualize, "grid_view", lambda attn, kind, layers=None, heads=None: drawn.append(layers)
+                        or visualize.plt.figure())
+    assert visualize.main(["--stored", str(stored), "--view", "grid", "--layer", "2", "-o",
+                           str(tmp_path / "g.png")]) == 0
+    assert drawn == [[2]]
 
 
 def test_command_rejects_an_empty_sentence_and_a_missing_run(tmp_path, capsys):
