@@ -369,12 +369,13 @@ def time_cache(args) -> dict:
             full, cached = (time_decoding(model, batch, beam, args.length, args.src_len, incremental, args.repeat)
                             for incremental in (False, True))
             rows.append({"batch": batch, "beam": beam, "recompute_s": full, "cached_s": cached})
-    return {"mode": "cache", "length": args.length, "src_len": args.src_len, "device": describe("cpu"), "results": rows}
+    return {"mode": "cache", "length": args.length, "src_len": args.src_len, "repeat": args.repeat,
+            "device": describe("cpu"), "results": rows}
 
 
 def print_cache(report: dict) -> None:
     print(f"{report['length']}-token outputs from {report['src_len']}-token sources, CPU with "
-          f"{report['device']['threads']} threads, best of 3, random weights of the multi30k preset")
+          f"{report['device']['threads']} threads, best of {report['repeat']}, random weights of the multi30k preset")
     print(f"{'batch':>6} {'beam':>5} {'recompute (s)':>14} {'cached (s)':>11} {'speed-up':>9}")
     for r in report["results"]:
         print(f"{r['batch']:>6} {r['beam']:>5} {r['recompute_s']:>14.3f} {r['cached_s']:>11.3f} "

@@ -42,6 +42,8 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
 def model_from_args(args):
     if args.beam_size < 1 or args.alpha < 0 or args.max_extra < 0 or args.eval_batch_tokens < 1:
         raise ValueError("--beam-size and --eval-batch-tokens must be positive, --alpha and --max-extra at least 0")
+    if args.average is not None and args.average < 1:
+        raise ValueError(f"--average must be at least 1 (1: no averaging), got {args.average}")
     average = args.average
     if average is None and args.checkpoint is None:
         average = run_average(args.run)

@@ -64,6 +64,7 @@ def test_translate_files_with_averaging(trained_run, tmp_path, text_corpus):
 
 @pytest.mark.parametrize("argv, message", [
     (["--average", "9"], "cannot average the last 9 checkpoints"),
+    (["--average", "0"], "--average must be at least 1"),
     (["--input", "/nonexistent.txt"], "no input file"),
     (["--beam", "0"], "--beam-size and --eval-batch-tokens must be positive"),
 ])

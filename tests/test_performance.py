@@ -136,3 +136,9 @@ def test_chunked_loss_has_the_same_value_and_gradients():
     torch.testing.assert_close(results[0][0], results[1][0])
     for whole, chunked in zip(results[0][1], results[1][1]):
         torch.testing.assert_close(whole, chunked, rtol=1e-5, atol=1e-6)
+
+
+def test_cache_timing_reports_the_repeats_it_made(capsys):
+    assert benchmark.main(["cache", "--length", "2", "--src-len", "2", "--batch", "1", "--beam", "1",
+                           "--repeat", "1"]) == 0
+    assert "best of 1," in capsys.readouterr().out
