@@ -83,7 +83,13 @@ def read_input(args) -> str:
 def interactive(args, model, sp, device) -> None:
     """Translate each line as it is typed, until end of input (Ctrl-D)."""
     print("type a sentence and press Enter; Ctrl-D ends", file=sys.stderr)
-    for line in sys.stdin:
+    stream = getattr(sys.stdin, "buffer", None)
+    for raw in stream if stream is not None else sys.stdin:
+        try:
+            line = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+        except UnicodeDecodeError as error:
+            print(f"error: that line is not UTF-8 text ({error}); type it again", file=sys.stderr, flush=True)
+            continue
         print("".join(translate_lines(args, model, sp, device, read_lines(line))), flush=True)
 
 

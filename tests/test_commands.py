@@ -177,3 +177,11 @@ def test_evaluate_accepts_sacrebleu_names(shared_data, trained_run, capsys):
             "--limit", "2", "--beam", "1", "--max-extra", "2", "--no-progress"]
     assert evaluate.main(argv) == 0
     assert "newstest2014.first-2 en->de: 2 sentences" in capsys.readouterr().err
+
+
+def test_interactive_translation_survives_a_line_that_is_not_utf8(trained_run, monkeypatch, capsys):
+    typed = io.TextIOWrapper(io.BytesIO(b"A dog runs.\n\xff\xfe broken\nA cat sits.\n"), encoding="utf-8")
+    monkeypatch.setattr(sys, "stdin", typed)
+    assert translate.main(["--run", str(trained_run), "--interactive", "--beam", "1", "--no-progress"]) == 0
+    out, err = capsys.readouterr()
+    assert len(out.splitlines()) == 2 and "that line is not UTF-8 text" in err and "Traceback" not in err
