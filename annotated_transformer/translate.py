@@ -3,6 +3,7 @@
 
 """Command line: ``python -m annotated_transformer.translate --help``."""
 import argparse
+import os
 import re
 import sys
 from pathlib import Path
@@ -80,6 +81,18 @@ def read_input(args) -> str:
     return stream.read().decode("utf-8") if stream is not None else sys.stdin.read()
 
 
+def check_writable(path: Path) -> None:
+    """Refuse an output file that cannot be written, before any translating is done."""
+    if path.is_dir():
+        raise ValueError(f"{path} is a folder; give the file to write with -o")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise ValueError(f"cannot write {path}: {error.strerror or error}") from None
+    if not os.access(path.parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise ValueError(f"cannot write {path}: permission denied")
+
+
 def interactive(args, model, sp, device) -> None:
     """Translate each line as it is typed, until end of input (Ctrl-D)."""
     print("type a sentence and press Enter; Ctrl-D ends", file=sys.stderr)
@@ -111,6 +124,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.input is not None and not args.input.is_file():
             raise data.DataError(f"no input file {args.input}")
+        if args.output is not None:
+            check_writable(args.output)
         model, sp, _, paths, device = model_from_args(args)
         if args.input is None and args.output is None and (args.interactive or sys.stdin.isatty()):
             interactive(args, model, sp, device)
@@ -126,8 +141,13 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     result = "".join(line + "\n" for line in outputs)
     if args.output:
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(result, encoding="utf-8")
+        try:
+            args.output.write_text(result, encoding="utf-8")
+        except OSError as error:
+            sys.stdout.write(result)  # the translations are not lost
+            print(f"error: cannot write {args.output} ({error.strerror or error}); the translations went to "
+                  "standard output instead", file=sys.stderr)
+            return 2
     else:
         sys.stdout.write(result)
     return 0
