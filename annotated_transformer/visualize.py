@@ -10,6 +10,7 @@ import html
 import json
 import sys
 import uuid
+import zipfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -132,10 +133,14 @@ def load_attention(path: Path) -> tuple[list[SentenceAttention], dict]:
     if not Path(path).is_file():
         raise FileNotFoundError(f"{path} does not exist; capture weights with `python -m "
                                 "annotated_transformer.visualize --run RUN -i FILE --save PATH`")
-    with np.load(path) as stored:
-        meta = json.loads(str(stored["meta"]))
-        sentences = [SentenceAttention(**m, **{kind: stored[f"{i}_{kind}"].astype(np.float32) for kind in KINDS})
-                     for i, m in enumerate(meta["sentences"])]
+    try:
+        with np.load(path) as stored:
+            meta = json.loads(str(stored["meta"]))
+            sentences = [SentenceAttention(**m, **{kind: stored[f"{i}_{kind}"].astype(np.float32) for kind in KINDS})
+                         for i, m in enumerate(meta["sentences"])]
+    except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile) as error:
+        raise ValueError(f"{path} is not a file of attention weights written by --save, or it is damaged "
+                         f"({type(error).__name__}: {error}); capture the weights again with --save") from None
     return sentences, meta["about"]
 
 

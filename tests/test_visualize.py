@@ -230,3 +230,14 @@ def test_command_rejects_an_empty_sentence_and_a_missing_run(tmp_path, capsys):
     empty.write_text("\n\n")
     assert visualize.main(["-i", str(empty)]) == 2
     assert "has no sentence" in capsys.readouterr().err
+
+
+def test_a_damaged_or_foreign_stored_file_is_a_one_line_error(stored, tmp_path, capsys):
+    truncated, foreign, text = tmp_path / "cut.npz", tmp_path / "other.npz", tmp_path / "notes.npz"
+    truncated.write_bytes(stored.read_bytes()[:200])
+    np.savez(foreign, weights=np.zeros(3))
+    text.write_text("not weights")
+    for path in (truncated, foreign, text):
+        assert visualize.main(["--stored", str(path)]) == 2
+        err = capsys.readouterr().err
+        assert f"{path} is not a file of attention weights" in err and "Traceback" not in err
