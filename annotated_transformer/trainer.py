@@ -112,11 +112,18 @@ RUN_PRESETS = {
 
 
 def resolve_device(name: str) -> str:
-    """``auto`` means the GPU when there is one, else the CPU; asking for a GPU that is not there is an error."""
+    """``auto`` means the GPU when there is one, else the CPU; asking for a GPU that is not there, or for a
+    device this package does not run on, is an error."""
     if name == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
-    if name.startswith("cuda") and not torch.cuda.is_available():
+    kind, colon, index = name.partition(":")
+    if kind not in ("cpu", "cuda") or (colon and (kind == "cpu" or not index.isdigit())):
+        raise ValueError(f"device {name!r} is not one this package runs on: use cpu, cuda, cuda:N or auto")
+    if kind == "cuda" and not torch.cuda.is_available():
         raise ValueError(f"device {name!r}: PyTorch sees no CUDA GPU on this machine; use cpu or auto")
+    if colon and int(index) >= torch.cuda.device_count():
+        raise ValueError(f"device {name!r}: this machine has {torch.cuda.device_count()} GPU(s), cuda:0 to "
+                         f"cuda:{torch.cuda.device_count() - 1}")
     return name
 
 

@@ -318,3 +318,13 @@ def test_source_alignment_is_one_for_even_attention_and_matches_a_hand_count():
     count = sum(len(tgt) + 1 for _, tgt in pairs)
     assert ratios == pytest.approx([e / count for e in expected], rel=1e-5)
     assert all(0 < r < 1 for r in ratios)
+
+
+@pytest.mark.parametrize("name, message", [
+    ("tpu", "not one this package runs on"), ("cpu:1", "not one this package runs on"),
+    ("cuda:x", "not one this package runs on"),
+])
+def test_unknown_devices_are_refused_by_name(name, message):
+    with pytest.raises(ValueError, match=message):
+        trainer.resolve_device(name)
+    assert trainer.resolve_device("cpu") == "cpu"
