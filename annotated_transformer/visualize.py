@@ -399,7 +399,7 @@ def sentences_from(args) -> list[SentenceAttention]:
     if args.target is not None and (len(lines) > 1 and args.save is not None):
         raise ValueError("--target gives the translation of one sentence; do not combine it with several")
     model, sp, settings, paths, device = model_from_args(args)
-    if args.save is None:  # one sentence is drawn: capture only that one
+    if args.save is None and args.view != "explorer":  # one sentence is drawn: capture only that one
         lines = [lines[args.index - 1]]
     captured = [capture(model, sp, line, args.target, device, args.beam_size) for line in lines]
     if args.save is not None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from annotated_transformer import config, decoding, evaluate, export, model, train, translate
+from annotated_transformer import config, decoding, evaluate, export, model, train, translate, visualize
 from annotated_transformer.checkpoints import average_checkpoints, checkpoints, load_checkpoint
 from annotated_transformer.evaluate import scores, split_compounds
 
@@ -193,3 +193,12 @@ def test_translate_refuses_an_output_it_cannot_write_before_translating(trained_
         assert translate.main(["--run", str(trained_run), "-o", str(target), "--no-progress"]) == 2
         err = capsys.readouterr().err
         assert message in err and "translating" not in err and "Traceback" not in err
+
+
+def test_the_explorer_of_an_input_file_holds_every_sentence(trained_run, tmp_path):
+    sentences, page = tmp_path / "in.txt", tmp_path / "page.html"
+    sentences.write_text("the red cat runs\na dog sleeps\n")
+    assert visualize.main(["--run", str(trained_run), "-i", str(sentences), "--view", "explorer", "-o", str(page),
+                           "--beam", "1"]) == 0
+    text = page.read_text()
+    assert "the red cat runs" in text and "a dog sleeps" in text
