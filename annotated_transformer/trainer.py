@@ -197,6 +197,11 @@ def prepare_data(run: RunConfig, vocab_size: int, out_dir: Path, splits: tuple, 
     say(f"train: {report}")
     valid, report = data.encode_pairs(sp, valid_pairs, run.max_sentence_tokens)
     say(f"valid: {report}")
+    for name, kept in (("training", train), ("validation", valid)):
+        if not kept:
+            raise data.DataError(f"no {name} pairs are left once pairs with a side longer than "
+                                 f"--max-sentence-tokens {run.max_sentence_tokens} (or an empty side) are dropped; "
+                                 "raise --max-sentence-tokens")
     return sp, train, valid
 
 

@@ -227,6 +227,14 @@ def test_a_failed_data_load_writes_nothing_and_the_retry_trains(text_corpus, tmp
     assert train.main([*_cli(text_corpus, run), "--max-steps", "2"]) == 0
 
 
+def test_filtering_that_leaves_no_pairs_names_the_option_and_the_retry_trains(text_corpus, tmp_path, capsys):
+    run = tmp_path / "run"
+    assert train.main([*_cli(text_corpus, run), "--max-steps", "2", "--max-sentence-tokens", "1"]) == 2
+    assert "raise --max-sentence-tokens" in capsys.readouterr().err
+    assert not (run / "config.json").exists()
+    assert train.main([*_cli(text_corpus, run), "--max-steps", "2"]) == 0
+
+
 def test_a_finished_run_reports_instead_of_training_again(text_corpus, tmp_path, capsys):
     assert train.main(_cli(text_corpus, tmp_path / "run", "--max-steps", "2")) == 0
     lines = (tmp_path / "run" / "metrics.jsonl").read_text()
