@@ -16,6 +16,7 @@ from annotated_transformer.checkpoints import (
     run_average,
     save_checkpoint,
 )
+from annotated_transformer.translate import check_writable
 
 
 def write_model_file(out: Path, model, sp, settings: dict, checkpoints: list[str]) -> None:
@@ -62,8 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     out = args.output or (None if args.ct2 else Path(args.run).with_suffix(".pt"))
     try:
-        if out is not None and out.is_dir():
-            raise ValueError(f"{out} is a folder; give the model file's name with -o")
+        if out is not None:
+            check_writable(out)
         result = export_model(args.run, out, args.average, args.ct2)
     except (CheckpointError, ValueError, OSError, ImportError) as error:
         print(f"error: {error}", file=sys.stderr)

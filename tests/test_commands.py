@@ -188,11 +188,14 @@ def test_interactive_translation_survives_a_line_that_is_not_utf8(trained_run, m
     assert len(out.splitlines()) == 2 and "that line is not UTF-8 text" in err and "Traceback" not in err
 
 
-def test_translate_refuses_an_output_it_cannot_write_before_translating(trained_run, tmp_path, capsys):
+def test_translate_and_export_refuse_an_output_they_cannot_write_before_any_work(trained_run, tmp_path, capsys):
     for target, message in ((tmp_path, "is a folder"), (Path("/proc/nope/x.txt"), "cannot write")):
         assert translate.main(["--run", str(trained_run), "-o", str(target), "--no-progress"]) == 2
         err = capsys.readouterr().err
         assert message in err and "translating" not in err and "Traceback" not in err
+        assert export.main(["--run", str(trained_run), "-o", str(target)]) == 2
+        err = capsys.readouterr().err
+        assert message in err and "Traceback" not in err
 
 
 def test_the_explorer_of_an_input_file_holds_every_sentence(trained_run, tmp_path):
