@@ -19,7 +19,8 @@ from tqdm import tqdm
 
 from annotated_transformer import data, trainer
 from annotated_transformer.attention import MultiHeadedAttention
-from annotated_transformer.checkpoints import CheckpointError
+from annotated_transformer.checkpoints import write_atomically
+from annotated_transformer.cli import command
 from annotated_transformer.decoding import beam_search, decode_ids, decoding_batches, greedy_decode
 from annotated_transformer.model import make_model
 from annotated_transformer.optimization import generator_loss, make_optimizer
@@ -459,6 +460,7 @@ def parser() -> argparse.ArgumentParser:
     return main_parser
 
 
+@command
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if args.mode == "decode" and args.worker:
@@ -476,14 +478,12 @@ def main(argv: list[str] | None = None) -> int:
                  "cache": (time_cache, print_cache)}[args.mode]
     try:
         report = run(args)
-    except (ValueError, RuntimeError, OSError, ImportError, data.DataError, CheckpointError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+    except (RuntimeError, OSError, ImportError) as error:  # no GPU, a worker that failed, a missing package
+        raise ValueError(str(error)) from None
     report["command"] = "python -m annotated_transformer.benchmark " + " ".join(sys.argv[1:] if argv is None else argv)
     show(report)
     if args.output:
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(json.dumps(report, indent=1) + "\n")
+        write_atomically(args.output, json.dumps(report, indent=1) + "\n")
         print(f"wrote {args.output}")
     return 0
 

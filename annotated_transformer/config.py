@@ -10,6 +10,11 @@ def setting(default, help: str):
     return field(default=default, metadata={"help": help})
 
 
+def option(name: str) -> str:
+    """The command-line option of a setting (``max_steps`` is ``--max-steps``): errors name it that way."""
+    return "--" + name.replace("_", "-")
+
+
 def checked_replace(config, **changes):
     """A copy of a dataclass config with some fields changed; unknown names are rejected, valid ones listed."""
     valid = [f.name for f in fields(config)]
@@ -46,24 +51,24 @@ class TransformerConfig:
         for name in ("vocab_size", "n_layers", "d_model", "d_ff", "n_heads", "max_len"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+                raise ValueError(f"{option(name)} must be a positive integer, got {value!r}")
         for name in ("d_k", "d_v"):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int) or value < 1):
-                raise ValueError(f"{name} must be a positive integer or None, got {value!r}")
+                raise ValueError(f"{option(name)} must be a positive integer or None, got {value!r}")
         if (self.d_k is None or self.d_v is None) and self.d_model % self.n_heads:
             raise ValueError(
-                f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}: set d_k and d_v explicitly"
+                f"--d-model {self.d_model} is not divisible by --n-heads {self.n_heads}: set --d-k and --d-v explicitly"
             )
         for name in ("dropout", "attention_dropout", "label_smoothing"):
             if not 0.0 <= getattr(self, name) < 1.0:
-                raise ValueError(f"{name} must be in [0, 1), got {getattr(self, name)!r}")
+                raise ValueError(f"{option(name)} must be in [0, 1), got {getattr(self, name)!r}")
         if self.positional not in ("sinusoidal", "learned"):
-            raise ValueError(f"positional must be 'sinusoidal' or 'learned', got {self.positional!r}")
+            raise ValueError(f"--positional must be 'sinusoidal' or 'learned', got {self.positional!r}")
         if self.init not in ("pytorch", "xavier"):
-            raise ValueError(f"init must be 'pytorch' or 'xavier', got {self.init!r}")
+            raise ValueError(f"--init must be 'pytorch' or 'xavier', got {self.init!r}")
         if self.positional == "sinusoidal" and self.d_model % 2:
-            raise ValueError(f"sinusoidal positions need an even d_model, got {self.d_model}")
+            raise ValueError(f"sinusoidal positions need an even --d-model, got {self.d_model}")
 
     @property
     def head_dims(self) -> tuple[int, int]:

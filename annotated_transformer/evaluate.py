@@ -10,7 +10,8 @@ import time
 from pathlib import Path
 
 from annotated_transformer import data
-from annotated_transformer.checkpoints import CheckpointError
+from annotated_transformer.checkpoints import append_line, trim_torn_line, write_atomically
+from annotated_transformer.cli import command
 from annotated_transformer.decoding import translate_sentences
 from annotated_transformer.translate import add_model_arguments, model_from_args
 
@@ -69,6 +70,7 @@ def report(summary: dict, result: dict) -> str:
             f"tokenized BLEU (Moses tokens, compounds split, as in the paper) = {result['tokenized_bleu'].score:.2f}")
 
 
+@command
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m annotated_transformer.evaluate",
@@ -87,33 +89,29 @@ def main(argv: list[str] | None = None) -> int:
                         "never under the full test set's name")
     add_model_arguments(parser)
     args = parser.parse_args(argv)
-    try:
-        if args.limit < 0:
-            raise ValueError("--limit must be at least 0")
-        model, sp, settings, paths, device = model_from_args(args)
-        src_lang, tgt_lang, corpus = (settings["run"][k] for k in ("src_lang", "tgt_lang", "corpus"))
-        test_set = TEST_SET_ALIASES.get(args.test_set, args.test_set)
-        corpus_split = TEST_SETS[test_set] if test_set else (corpus, settings["run"]["test_split"])
-        name = test_set or next((k for k, v in TEST_SETS.items() if v == corpus_split), "-".join(corpus_split))
-        data_dir = args.data_dir or (Path(settings["run"]["data_dir"]) if settings["run"]["data_dir"] else None)
-        pairs = data.load_pairs(*corpus_split, src_lang, tgt_lang, data_dir)
-        if args.limit and args.limit < len(pairs):  # a part of the set is scored under a name that says so
-            name, pairs = f"{name}.first-{args.limit}", pairs[: args.limit]
-        print(f"{name} {src_lang}->{tgt_lang}: {len(pairs)} sentences, beam {args.beam_size}, alpha {args.alpha}, "
-              f"{', '.join(p.name for p in paths)}, on {device}", file=sys.stderr)
-        hypotheses, summary, result = evaluate(model, sp, pairs, tgt_lang, device, args.beam_size, args.alpha,
-                                               args.max_extra, args.eval_batch_tokens, progress=args.progress)
-    except (data.DataError, CheckpointError, ValueError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+    if args.limit < 0:
+        raise ValueError("--limit must be at least 0")
+    model, sp, settings, paths, device = model_from_args(args)
+    src_lang, tgt_lang, corpus = (settings["run"][k] for k in ("src_lang", "tgt_lang", "corpus"))
+    test_set = TEST_SET_ALIASES.get(args.test_set, args.test_set)
+    corpus_split = TEST_SETS[test_set] if test_set else (corpus, settings["run"]["test_split"])
+    name = test_set or next((k for k, v in TEST_SETS.items() if v == corpus_split), "-".join(corpus_split))
+    data_dir = args.data_dir or (Path(settings["run"]["data_dir"]) if settings["run"]["data_dir"] else None)
+    pairs = data.load_pairs(*corpus_split, src_lang, tgt_lang, data_dir)
+    if args.limit and args.limit < len(pairs):  # a part of the set is scored under a name that says so
+        name, pairs = f"{name}.first-{args.limit}", pairs[: args.limit]
+    print(f"{name} {src_lang}->{tgt_lang}: {len(pairs)} sentences, beam {args.beam_size}, alpha {args.alpha}, "
+          f"{', '.join(p.name for p in paths)}, on {device}", file=sys.stderr)
+    hypotheses, summary, result = evaluate(model, sp, pairs, tgt_lang, device, args.beam_size, args.alpha,
+                                           args.max_extra, args.eval_batch_tokens, progress=args.progress)
     weights = Path(paths[-1])  # scores go into the run folder, or beside a model file
     out = weights.parent.parent / "eval" if weights.parent.name == "checkpoints" else weights.with_suffix(".eval")
     out.mkdir(exist_ok=True)
     stem = f"{name}.beam{args.beam_size}.alpha{args.alpha}.avg{len(paths)}"
-    (out / f"{stem}.hyp").write_text("".join(h + "\n" for h in hypotheses), encoding="utf-8")
+    write_atomically(out / f"{stem}.hyp", "".join(h + "\n" for h in hypotheses))
     summary = {"test_set": name, "checkpoints": [p.name for p in paths], **summary}
-    with open(out / "results.jsonl", "a", encoding="utf-8") as f:
-        f.write(json.dumps(summary) + "\n")
+    trim_torn_line(out / "results.jsonl")
+    append_line(out / "results.jsonl", json.dumps(summary))
     print(report(summary, result))
     print(f"({summary['translate_seconds']} s to translate; translations in {out / (stem + '.hyp')})")
     return 0

@@ -10,12 +10,12 @@ import torch
 
 from annotated_transformer.checkpoints import (
     MODEL_FILE_FORMAT,
-    CheckpointError,
     load_model,
     pick_checkpoints,
     run_average,
     save_checkpoint,
 )
+from annotated_transformer.cli import command
 from annotated_transformer.translate import check_writable
 
 
@@ -44,6 +44,7 @@ def export_model(run: Path, out: Path | None, average: int | None = None, ct2: P
     return result
 
 
+@command
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m annotated_transformer.export",
@@ -66,9 +67,8 @@ def main(argv: list[str] | None = None) -> int:
         if out is not None:
             check_writable(out)
         result = export_model(args.run, out, args.average, args.ct2)
-    except (CheckpointError, ValueError, OSError, ImportError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+    except (OSError, ImportError) as error:  # a full disk; CTranslate2 not installed
+        raise ValueError(str(error)) from None
     mean = f"the mean of {', '.join(result['checkpoints'])}"
     if out is not None:
         print(f"wrote {out} ({result['megabytes']:.1f} MB): {mean}")

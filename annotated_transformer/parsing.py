@@ -14,7 +14,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from annotated_transformer import data, trainer
-from annotated_transformer.checkpoints import CheckpointError, available_average, average_checkpoints, pick_checkpoints
+from annotated_transformer.checkpoints import (
+    available_average,
+    average_checkpoints,
+    pick_checkpoints,
+    read_json,
+    write_atomically,
+)
+from annotated_transformer.cli import command
 from annotated_transformer.config import TransformerConfig
 from annotated_transformer.decoding import translate_sentences
 from annotated_transformer.scale import at_scale
@@ -233,6 +240,7 @@ PARSING_RUN = trainer.RunConfig(corpus="text", src_lang="words", tgt_lang="tree"
                                 save_every=100, save_every_minutes=0, keep_checkpoints=5, average=5,
                                 beam_size=21, alpha=1.0, out_dir="runs/ptb-parsing")  # §6.3: α 0.3 (see below)
 SPLITS = {"train": range(1, 160), "valid": range(160, 180), "test": range(180, 200)}  # by file, wsj_0001...
+PARSING_REMEDY = "It records how the run's corpus was made: delete it and give --leaves and --train-fraction as before."
 
 
 def write_corpus(trees: dict[str, list[Tree]], folder: Path, placeholder: str | None = None) -> dict[str, int]:
@@ -241,9 +249,8 @@ def write_corpus(trees: dict[str, list[Tree]], folder: Path, placeholder: str | 
     counts = {}
     for split, numbers in SPLITS.items():
         chosen = [t for n in numbers for t in trees.get(f"wsj_{n:04d}", [])]
-        (folder / f"{split}.words").write_text("".join(" ".join(words(t)) + "\n" for t in chosen), encoding="utf-8")
-        (folder / f"{split}.tree").write_text("".join(linearize(t, placeholder) + "\n" for t in chosen),
-                                              encoding="utf-8")
+        write_atomically(folder / f"{split}.words", "".join(" ".join(words(t)) + "\n" for t in chosen))
+        write_atomically(folder / f"{split}.tree", "".join(linearize(t, placeholder) + "\n" for t in chosen))
         counts[split] = len(chosen)
     return counts
 
@@ -274,6 +281,7 @@ def parse_and_score(model, sp, gold: list[Tree], beam: int, alpha: float, max_ex
             "beam": beam, "alpha": alpha, "max_extra": max_extra, "outputs": outputs}
 
 
+@command
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m annotated_transformer.parsing",
@@ -306,46 +314,42 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True,
                         help="progress bars (default: on)")
     args = parser.parse_args(argv)
-    try:
-        if args.max_steps < 1 or args.limit < 0 or args.beam_size < 1 or args.max_extra < 0:
-            raise ValueError("--max-steps and --beam-size must be positive, --limit and --max-extra at least 0")
-        if not 0 < args.train_fraction <= 1:
-            raise ValueError(f"--train-fraction must be above 0 and at most 1, got {args.train_fraction}")
-        corpus = {"leaves": args.leaves, "train_fraction": args.train_fraction}
-        settings = args.run / "parsing.json"
-        if settings.is_file() and json.loads(settings.read_text()) != corpus:
-            raise ValueError(f"{args.run} was trained on the corpus {settings.read_text().strip()}; give the same "
-                             "--leaves and --train-fraction to continue it, or another --run")
-        trees = load_treebank(args.data_dir)
-        counts = write_corpus(trees, args.run / "corpus", None if args.leaves == "words" else args.leaves)
-        settings.write_text(json.dumps(corpus) + "\n")
-        train_trees = max(1, round(args.train_fraction * counts["train"]))
-        print(f"trees: {train_trees:,} of {counts['train']:,} train, {counts['valid']:,} valid, {counts['test']:,} "
-              "test (split by file)")
-        run = PARSING_RUN.replace(out_dir=str(args.run), data_dir=str(args.run / "corpus"),
-                                  max_train_pairs=train_trees if args.train_fraction < 1 else 0,
-                                  max_steps=args.max_steps, valid_every=min(PARSING_RUN.valid_every, args.max_steps),
-                                  save_every=min(PARSING_RUN.save_every, args.max_steps), device=args.device)
-        result = trainer.train(PARSING_MODEL, run, progress=args.progress)
-        if result["interrupted"]:
-            return 130
-        averaged = pick_checkpoints(args.run, average=available_average(args.run, run.average))
-        model = result["model"]
-        model.load_state_dict(average_checkpoints(averaged))
-        gold = [t for n in SPLITS[args.split] for t in trees.get(f"wsj_{n:04d}", [])][: args.limit or None]
-        scores = parse_and_score(model, result["sp"], gold, args.beam_size, args.alpha, args.max_extra,
-                                 result["device"], args.progress)
-        summary = {k: v for k, v in scores.items() if k != "outputs"}
-        summary.update(reads_its_input(model, result["sp"], args.run / "corpus", "valid", run.batch_tokens,
-                                       result["device"]))
-        summary.update(**corpus, train_trees=train_trees, updates=result["step"],
-                       train_minutes=round(result["minutes"], 1), checkpoints=[p.name for p in averaged])
-        suffix = "" if args.split == "test" else f"-{args.split}"
-        (args.run / f"parse-results{suffix}.json").write_text(json.dumps(summary, indent=2) + "\n")
-        (args.run / f"{args.split}.parses").write_text("".join(o + "\n" for o in scores["outputs"]), encoding="utf-8")
-    except (data.DataError, CheckpointError, ValueError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+    if args.max_steps < 1 or args.limit < 0 or args.beam_size < 1 or args.max_extra < 0:
+        raise ValueError("--max-steps and --beam-size must be positive, --limit and --max-extra at least 0")
+    if not 0 < args.train_fraction <= 1:
+        raise ValueError(f"--train-fraction must be above 0 and at most 1, got {args.train_fraction}")
+    corpus = {"leaves": args.leaves, "train_fraction": args.train_fraction}
+    settings = args.run / "parsing.json"
+    if settings.is_file() and read_json(settings, PARSING_REMEDY) != corpus:
+        raise ValueError(f"{args.run} was trained on the corpus {settings.read_text().strip()}; give the same "
+                         "--leaves and --train-fraction to continue it, or another --run")
+    trees = load_treebank(args.data_dir)
+    counts = write_corpus(trees, args.run / "corpus", None if args.leaves == "words" else args.leaves)
+    write_atomically(settings, json.dumps(corpus) + "\n")
+    train_trees = max(1, round(args.train_fraction * counts["train"]))
+    print(f"trees: {train_trees:,} of {counts['train']:,} train, {counts['valid']:,} valid, {counts['test']:,} "
+          "test (split by file)")
+    run = PARSING_RUN.replace(out_dir=str(args.run), data_dir=str(args.run / "corpus"),
+                              max_train_pairs=train_trees if args.train_fraction < 1 else 0,
+                              max_steps=args.max_steps, valid_every=min(PARSING_RUN.valid_every, args.max_steps),
+                              save_every=min(PARSING_RUN.save_every, args.max_steps), device=args.device)
+    result = trainer.train(PARSING_MODEL, run, progress=args.progress)
+    if result["interrupted"]:
+        return 130
+    averaged = pick_checkpoints(args.run, average=available_average(args.run, run.average))
+    model = result["model"]
+    model.load_state_dict(average_checkpoints(averaged))
+    gold = [t for n in SPLITS[args.split] for t in trees.get(f"wsj_{n:04d}", [])][: args.limit or None]
+    scores = parse_and_score(model, result["sp"], gold, args.beam_size, args.alpha, args.max_extra,
+                             result["device"], args.progress)
+    summary = {k: v for k, v in scores.items() if k != "outputs"}
+    summary.update(reads_its_input(model, result["sp"], args.run / "corpus", "valid", run.batch_tokens,
+                                   result["device"]))
+    summary.update(**corpus, train_trees=train_trees, updates=result["step"],
+                   train_minutes=round(result["minutes"], 1), checkpoints=[p.name for p in averaged])
+    suffix = "" if args.split == "test" else f"-{args.split}"
+    write_atomically(args.run / f"parse-results{suffix}.json", json.dumps(summary, indent=2) + "\n")
+    write_atomically(args.run / f"{args.split}.parses", "".join(o + "\n" for o in scores["outputs"]))
     print(f"labeled F1 {100 * summary['f1']:.2f} (precision {100 * summary['precision']:.2f}, recall "
           f"{100 * summary['recall']:.2f}) on {summary['sentences']} {args.split} sentences; "
           f"{summary['repaired']} outputs needed repair, {summary['too_few_words']} had fewer words than their input")

@@ -10,13 +10,15 @@ from pathlib import Path
 
 from annotated_transformer import data, trainer
 from annotated_transformer.checkpoints import (
-    CheckpointError,
     available_average,
     average_checkpoints,
     pick_checkpoints,
+    read_json,
     step_of,
+    write_atomically,
 )
-from annotated_transformer.config import TransformerConfig
+from annotated_transformer.cli import command
+from annotated_transformer.config import TransformerConfig, option
 from annotated_transformer.copy_task import CopyTask, copy_accuracy, train_copy_task
 from annotated_transformer.evaluate import evaluate
 from annotated_transformer.scale import at_scale
@@ -109,10 +111,13 @@ def configs_from_args(args) -> tuple[TransformerConfig, trainer.RunConfig]:
     return model_config, run_config
 
 
+RESULTS_REMEDY = "It holds the run's test score: delete it, and the same train command scores the run again."
+
+
 def finished(run_config) -> dict | None:
     """The stored result of a run that has trained all its updates and been scored, else None."""
     path = Path(run_config.out_dir) / "results.json"
-    result = json.loads(path.read_text()) if path.is_file() else None
+    result = read_json(path, RESULTS_REMEDY) if path.is_file() else None
     return result if result and result.get("updates", 0) >= run_config.max_steps else None
 
 
@@ -128,10 +133,10 @@ def translate_and_score(result: dict, run_config, progress: bool, max_sentences:
     hypotheses, summary, scores = evaluate(result["model"], result["sp"], test, run_config.tgt_lang, result["device"],
                                            run_config.beam_size, run_config.alpha,
                                            batch_tokens=run_config.eval_batch_tokens, progress=progress)
-    (out_dir / f"{run_config.test_split}.hyp").write_text("".join(h + "\n" for h in hypotheses), encoding="utf-8")
+    write_atomically(out_dir / f"{run_config.test_split}.hyp", "".join(h + "\n" for h in hypotheses))
     summary = {"split": run_config.test_split, "checkpoints": [p.name for p in averaged], **summary,
                "updates": result["step"], "train_minutes": round(result["minutes"], 1)}
-    (out_dir / "results.json").write_text(json.dumps(summary, indent=2) + "\n")
+    write_atomically(out_dir / "results.json", json.dumps(summary, indent=2) + "\n")
     k = run_config.beam_size
     steps = ", ".join(str(step_of(p)) for p in averaged)
     decoding = ("greedy decoding" if k == 1 else f"beam {k}, alpha {run_config.alpha}") + (
@@ -142,37 +147,45 @@ def translate_and_score(result: dict, run_config, progress: bool, max_sentences:
     return summary
 
 
+COPY_TASK_OPTIONS = ("max_steps", "seed", "device")  # the copy task's model and data are its own (chapter 9)
+
+
+@command
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    try:
-        model_config, run_config = configs_from_args(args)
-        if args.print_config:
-            print(json.dumps({"preset": args.preset, "model": model_config.to_dict(),
-                              "run": dataclasses.asdict(run_config)}, indent=2))
-            return 0
-        if args.task == "copy":
-            steps = args.max_steps or at_scale(smoke=100, laptop=1500)
-            device = trainer.resolve_device(run_config.device)
-            task = CopyTask()
-            model, losses = train_copy_task(task, steps=steps, seed=run_config.seed, device=device,
-                                            progress=args.progress)
-            accuracy = copy_accuracy(model, task, n=1000, device=device)
-            print(f"trained {len(losses)} updates, final loss {losses[-1]:.4f}")
-            print(f"held-out exact match: {accuracy:.1%} of 1000 sequences (greedy decoding)")
-            return 0
-        done = finished(run_config)
-        if done:
-            print(f"{run_config.out_dir} is finished: {done['updates']:,} updates, sacreBLEU {done['bleu']} on "
-                  f"{done['split']} ({done['bleu_signature']}). To train further, raise --max-steps; to score "
-                  f"it again, python -m annotated_transformer.evaluate --run {run_config.out_dir}")
-            return 0
-        result = trainer.train(model_config, run_config, progress=args.progress)
-        if result["rank"] == 0 and not result["interrupted"]:
-            translate_and_score(result, run_config, progress=args.progress)
-        return 130 if result["interrupted"] else 0
-    except (data.DataError, CheckpointError, ValueError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+    model_config, run_config = configs_from_args(args)
+    if args.print_config:
+        print(json.dumps({"preset": args.preset, "model": model_config.to_dict(),
+                          "run": dataclasses.asdict(run_config)}, indent=2))
+        return 0
+    if args.task == "copy":
+        unused = [option(k) for k, v in vars(args).items()
+                  if v is not None and k in {**model_config.to_dict(), **dataclasses.asdict(run_config)}
+                  and k not in COPY_TASK_OPTIONS]
+        if any(a.split("=")[0] == "--preset" for a in (sys.argv[1:] if argv is None else argv)):
+            unused.insert(0, "--preset")
+        if unused:
+            raise ValueError(f"--task copy trains the copy task's own model on its own data and uses only "
+                             f"--max-steps, --seed, --device and --progress; drop {', '.join(unused)}")
+        steps = args.max_steps or at_scale(smoke=100, laptop=1500)
+        device = trainer.resolve_device(run_config.device)
+        task = CopyTask()
+        model, losses = train_copy_task(task, steps=steps, seed=run_config.seed, device=device,
+                                        progress=args.progress)
+        accuracy = copy_accuracy(model, task, n=1000, device=device)
+        print(f"trained {len(losses)} updates, final loss {losses[-1]:.4f}")
+        print(f"held-out exact match: {accuracy:.1%} of 1000 sequences (greedy decoding)")
+        return 0
+    done = finished(run_config)
+    if done:
+        print(f"{run_config.out_dir} is finished: {done['updates']:,} updates, sacreBLEU {done['bleu']} on "
+              f"{done['split']} ({done['bleu_signature']}). To train further, raise --max-steps; to score "
+              f"it again, python -m annotated_transformer.evaluate --run {run_config.out_dir}")
+        return 0
+    result = trainer.train(model_config, run_config, progress=args.progress)
+    if result["rank"] == 0 and not result["interrupted"]:
+        translate_and_score(result, run_config, progress=args.progress)
+    return 130 if result["interrupted"] else 0
 
 
 if __name__ == "__main__":

@@ -16,9 +16,20 @@ import torch.distributed as dist
 from tqdm import tqdm
 
 from annotated_transformer import data
-from annotated_transformer.checkpoints import checkpoints, latest_checkpoint, load_checkpoint, save_checkpoint
+from annotated_transformer.checkpoints import (
+    CONFIG_REMEDY,
+    append_line,
+    checkpoints,
+    latest_checkpoint,
+    load_checkpoint,
+    read_json,
+    remove_leftovers,
+    save_checkpoint,
+    trim_torn_line,
+    write_atomically,
+)
 from annotated_transformer.config import PRESETS as MODEL_PRESETS
-from annotated_transformer.config import TransformerConfig, checked_replace, setting
+from annotated_transformer.config import TransformerConfig, checked_replace, option, setting
 from annotated_transformer.model import count_parameters, make_model
 from annotated_transformer.optimization import accumulate_gradients, make_optimizer, sequence_loss, update_batches
 from annotated_transformer.performance import batch_lengths, peak_flops, training_flops
@@ -70,15 +81,15 @@ class RunConfig:
         for name in (*positive, "save_every", "max_train_pairs", "loss_chunk_tokens"):
             value, least = getattr(self, name), 1 if name in positive else 0
             if not isinstance(value, int) or isinstance(value, bool) or value < least:
-                raise ValueError(f"{name} must be an integer of at least {least}, got {value!r}")
+                raise ValueError(f"{option(name)} must be an integer of at least {least}, got {value!r}")
         if self.lr_factor <= 0 or min(self.max_minutes, self.save_every_minutes, self.alpha) < 0:
-            raise ValueError("lr_factor must be positive; max_minutes, save_every_minutes and alpha at least 0")
+            raise ValueError("--lr-factor must be positive; --max-minutes, --save-every-minutes and --alpha at least 0")
         if not self.save_every and not self.save_every_minutes:
-            raise ValueError("checkpoints need a schedule: set save_every (updates) or save_every_minutes")
+            raise ValueError("checkpoints need a schedule: set --save-every (updates) or --save-every-minutes")
         object.__setattr__(self, "out_dir", os.path.normpath(self.out_dir))  # "runs/x/" is the run "runs/x"
         if self.keep_checkpoints < self.average:
-            raise ValueError(f"keep_checkpoints={self.keep_checkpoints} keeps fewer checkpoints than the "
-                             f"{self.average} to average")
+            raise ValueError(f"--keep-checkpoints {self.keep_checkpoints} keeps fewer checkpoints than the "
+                             f"{self.average} to --average")
 
     def replace(self, **changes) -> "RunConfig":
         return checked_replace(self, **changes)
@@ -154,6 +165,7 @@ class MetricsLog:
     def __init__(self, out_dir: Path, enabled: bool):
         self.enabled, self.path, self.board = enabled, out_dir / "metrics.jsonl", None
         if enabled:
+            trim_torn_line(self.path)  # a crash mid-line must not glue the next record onto it
             try:
                 from torch.utils.tensorboard import SummaryWriter
 
@@ -164,8 +176,7 @@ class MetricsLog:
     def write(self, **record):
         if not self.enabled:
             return
-        with open(self.path, "a", encoding="utf-8") as f:
-            f.write(json.dumps(record) + "\n")
+        append_line(self.path, json.dumps(record))
         if self.board is not None:
             for key, value in record.items():
                 if isinstance(value, (int, float)) and key != "step":
@@ -179,18 +190,22 @@ def load_splits(run: RunConfig) -> tuple[list, list]:
     train_pairs = data.load_pairs(run.corpus, run.train_split, run.src_lang, run.tgt_lang, data_dir)
     if run.max_train_pairs:
         train_pairs = train_pairs[: run.max_train_pairs]
+    if not any(src.strip() or tgt.strip() for src, tgt in train_pairs):
+        raise data.DataError(f"the {run.corpus} {run.train_split} split under {data_dir or data.default_data_dir()} "
+                             "has no text: every line of both languages is blank")
     return train_pairs, data.load_pairs(run.corpus, run.valid_split, run.src_lang, run.tgt_lang, data_dir)
 
 
-def prepare_data(run: RunConfig, vocab_size: int, out_dir: Path, splits: tuple, rank: int = 0, say=print):
-    """Tokenize and filter the training and validation pairs; train (or reuse) the vocabulary."""
+def prepare_data(run: RunConfig, vocab_size: int, vocab_path: Path, splits: tuple, say=print):
+    """The vocabulary (read from ``vocab_path``, or trained in memory when that file does not exist yet)
+    and the training and validation pairs as token ids, filtered. Writes nothing; returns the vocabulary's
+    bytes when it was trained here (to be written once every input has proved good)."""
+    import sentencepiece as spm
+
     train_pairs, valid_pairs = splits
-    if rank == 0:  # one process trains the vocabulary; the others wait and reuse the cached file
-        sp = data.train_shared_vocab(train_pairs, vocab_size, out_dir / "vocab")
-    if dist.is_initialized():
-        dist.barrier()
-    if rank != 0:
-        sp = data.train_shared_vocab(train_pairs, vocab_size, out_dir / "vocab")
+    trained = None if vocab_path.is_file() else data.train_vocab(train_pairs, vocab_size)
+    sp = spm.SentencePieceProcessor(model_proto=trained) if trained else spm.SentencePieceProcessor(
+        model_file=str(vocab_path))
     if sp.get_piece_size() != vocab_size:
         raise data.DataError(f"the vocabulary has {sp.get_piece_size()} entries, the model expects {vocab_size}")
     train, report = data.encode_pairs(sp, train_pairs, run.max_sentence_tokens)
@@ -202,7 +217,7 @@ def prepare_data(run: RunConfig, vocab_size: int, out_dir: Path, splits: tuple, 
             raise data.DataError(f"no {name} pairs are left once pairs with a side longer than "
                                  f"--max-sentence-tokens {run.max_sentence_tokens} (or an empty side) are dropped; "
                                  "raise --max-sentence-tokens")
-    return sp, train, valid
+    return sp, train, valid, trained
 
 
 def validation_batches(pairs, batch_tokens: int, device):
@@ -312,15 +327,32 @@ class RunLock:
         self.file.close()
 
 
-def check_same_run(path: Path, settings: dict) -> None:
+def check_same_run(out_dir: Path, saved: dict | None, settings: dict) -> None:
     """Refuse to resume a run folder with a different configuration (which would mix two runs)."""
-    if path.is_file():
-        saved = json.loads(path.read_text())
-        differs = [f"{part}.{k}" for part in ("model", "run") for k in settings[part]
+    if saved is not None:
+        differs = [option(k) for part in ("model", "run") for k in settings[part]
                    if saved.get(part, {}).get(k) != settings[part][k] and k not in AFTER_TRAINING]
         if differs:
-            raise ValueError(f"{path.parent} holds a run with different settings ({', '.join(differs)}); "
+            raise ValueError(f"{out_dir} holds a run with different settings ({', '.join(differs)}); "
                              "use another --out-dir, or delete the folder to start over")
+
+
+def check_same_data(out_dir: Path, saved: dict | None, vocabulary: str) -> None:
+    """Refuse to go on with training data other than the run's. ``vocabulary`` is the file name the data
+    given now would have (``spm-bpe8000-<fingerprint>.model``); the run recorded its own when it started
+    (runs older than that record are judged by the vocabulary they hold). The vocabulary of a run is
+    never retrained: new token ids under old weights would go on training as if nothing had happened."""
+    recorded = (saved or {}).get("data", {}).get("vocabulary")
+    if recorded is None:
+        recorded = next((p.name for p in sorted((out_dir / "vocab").glob("*.model")) if p.name != vocabulary), None)
+    if recorded is not None and recorded != vocabulary:
+        def fingerprint(name: str) -> str:
+            return name.removesuffix(".model").rsplit("-", 1)[-1]
+
+        raise ValueError(f"{out_dir} was started on other training data: its training pairs and vocabulary "
+                         f"settings have the fingerprint {fingerprint(recorded)}, the data given now "
+                         f"{fingerprint(vocabulary)}. Give the --data-dir and --max-train-pairs the run began "
+                         "with, or train a new run with another --run")
 
 
 @dataclass
@@ -343,7 +375,7 @@ class UpdateStream:
         self.pairs, self.world, self.rank, self.accumulate = pairs, world, rank, run.accumulate
         self.budget = run.batch_tokens // (world * run.accumulate)  # tokens in one micro-batch
         if self.budget < 1:
-            raise ValueError(f"batch_tokens={run.batch_tokens} cannot be split into {world * run.accumulate} parts")
+            raise ValueError(f"--batch-tokens {run.batch_tokens} cannot be split into {world * run.accumulate} parts")
         lengths = [len(s) + 1 for s, _ in pairs], [len(t) + 1 for _, t in pairs]  # tokens and <eos>
         self.batches = data.TokenBatches(*lengths, self.budget, seed=run.seed)
         self.epoch, self.plan = -1, []
@@ -387,6 +419,7 @@ class Session:
     lock: RunLock | None  # held by rank 0 while the process trains
     autocast: object = None
     peak: float | None = None  # the device's peak FLOP/s, when known
+    resume: tuple | None = None  # (path, contents) of the checkpoint to continue from
 
     def say(self, *args) -> None:
         if self.rank == 0:
@@ -398,14 +431,31 @@ def start(model_config: TransformerConfig, run: RunConfig) -> Session:
     rank, world, device = setup_distributed(resolve_device(run.device))
     out_dir, on_gpu = Path(run.out_dir), device.startswith("cuda")
     settings = {"model": model_config.to_dict(), "run": asdict(run), "world_size": world}
-    check_same_run(out_dir / "config.json", settings)
+    config = out_dir / "config.json"
+    saved = read_json(config, CONFIG_REMEDY) if config.is_file() else None
+    check_same_run(out_dir, saved, settings)
     torch.manual_seed(run.seed)
-    splits = load_splits(run)  # nothing is written before the data have loaded
-    lock = RunLock(out_dir) if rank == 0 else None
-    sp, train_pairs, valid_pairs = prepare_data(run, model_config.vocab_size, out_dir, splits, rank,
-                                                say=print if rank == 0 else lambda *a: None)
-    if rank == 0 and not (out_dir / "config.json").is_file():  # written once the data have loaded
-        (out_dir / "config.json").write_text(json.dumps(settings, indent=2))
+    # Nothing is written before every input has proved good: data loaded, vocabulary trained, pairs filtered.
+    splits = load_splits(run)
+    vocab_path = out_dir / "vocab" / data.vocab_file(splits[0], model_config.vocab_size)
+    check_same_data(out_dir, saved, vocab_path.name)
+    latest = latest_checkpoint(out_dir)
+    resume = (latest, load_checkpoint(latest)) if latest else None  # a damaged one is refused before any write
+    lock = None
+    if rank == 0:
+        sp, train_pairs, valid_pairs, trained = prepare_data(run, model_config.vocab_size, vocab_path, splits)
+        lock = RunLock(out_dir)
+        for path in remove_leftovers(out_dir):
+            print(f"removed {path}, left by a write that was cut short")
+        if trained:
+            write_atomically(vocab_path, trained)
+        if saved is None:
+            write_atomically(config, json.dumps({**settings, "data": {"vocabulary": vocab_path.name}}, indent=2))
+    if dist.is_initialized():
+        dist.barrier()  # the other processes read the vocabulary that rank 0 has written
+    if rank != 0:
+        sp, train_pairs, valid_pairs, _ = prepare_data(run, model_config.vocab_size, vocab_path, splits,
+                                                       say=lambda *a: None)
     model_config = model_config.replace(fused_attention=on_gpu or model_config.fused_attention)
     model = make_model(model_config).to(device)
     # On a GPU, Adam's update runs as one fused kernel (the same arithmetic; tested equal).
@@ -417,15 +467,14 @@ def start(model_config: TransformerConfig, run: RunConfig) -> Session:
     peak = peak_flops(device, on_gpu and run.bf16, seconds=0.3)  # for the FLOPs utilisation in the metrics
     return Session(run, model_config, rank, world, device, settings, sp, valid_pairs,
                    UpdateStream(train_pairs, run, world, rank), model, ddp, optimizer, scheduler,
-                   MetricsLog(out_dir, enabled=rank == 0), lock, autocast, peak)
+                   MetricsLog(out_dir, enabled=rank == 0), lock, autocast, peak, resume)
 
 
 def restore(s: Session) -> Position:
-    """Load the newest checkpoint of the run folder, if there is one; else start at update 0."""
-    path = latest_checkpoint(s.run.out_dir)
-    if path is None:
+    """Continue from the run folder's newest checkpoint, read by ``start``; without one, start at update 0."""
+    if s.resume is None:
         return Position()
-    state = load_checkpoint(path)
+    (path, state), s.resume = s.resume, None  # once in the model and optimizer, the copy can go
     s.model.load_state_dict(state["model"])
     s.optimizer.load_state_dict(state["optimizer"])
     s.scheduler.load_state_dict(state["scheduler"])

@@ -6,16 +6,18 @@ import argparse
 import os
 import re
 import sys
+import tempfile
 from pathlib import Path
 
 from annotated_transformer import data, trainer
-from annotated_transformer.checkpoints import CheckpointError, load_model, pick_checkpoints, run_average
+from annotated_transformer.checkpoints import load_model, pick_checkpoints, run_average, write_atomically
+from annotated_transformer.cli import command
 from annotated_transformer.decoding import translate_sentences
 
 
-def add_model_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options shared by ``translate`` and ``evaluate``: which weights, and how to decode. Each has the
-    name (and the aliases) of the same setting of ``train``."""
+def add_model_arguments(parser: argparse.ArgumentParser, batches: bool = True) -> None:
+    """Options shared by ``translate``, ``evaluate`` and ``visualize``: which weights, and how to decode
+    (``batches``: and how many sentences at once). Each has the name (and aliases) of ``train``'s setting."""
     run = trainer.RunConfig()
     group = parser.add_argument_group("model and decoding")
     group.add_argument("--run", "--out-dir", type=Path, default=Path(trainer.RUN_PRESETS["multi30k"][1].out_dir),
@@ -32,8 +34,9 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
                        help="length penalty α (default: %(default)s)")
     group.add_argument("--max-extra", type=int, default=50, metavar="N",
                        help="outputs may be this many tokens longer than the source (default: %(default)s)")
-    group.add_argument("--eval-batch-tokens", type=int, default=run.eval_batch_tokens, metavar="N",
-                       help="source tokens per batch times the beam size (default: %(default)s)")
+    if batches:
+        group.add_argument("--eval-batch-tokens", type=int, default=run.eval_batch_tokens, metavar="N",
+                           help="source tokens per batch times the beam size (default: %(default)s)")
     group.add_argument("--device", default="auto", metavar="DEVICE",
                        help="cpu, cuda, cuda:N or auto (default: %(default)s)")
     group.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True,
@@ -41,7 +44,7 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def model_from_args(args):
-    if args.beam_size < 1 or args.alpha < 0 or args.max_extra < 0 or args.eval_batch_tokens < 1:
+    if args.beam_size < 1 or args.alpha < 0 or args.max_extra < 0 or getattr(args, "eval_batch_tokens", 1) < 1:
         raise ValueError("--beam-size and --eval-batch-tokens must be positive, --alpha and --max-extra at least 0")
     if args.average is not None and args.average < 1:
         raise ValueError(f"--average must be at least 1 (1: no averaging), got {args.average}")
@@ -81,15 +84,17 @@ def read_input(args) -> str:
     return stream.read().decode("utf-8") if stream is not None else sys.stdin.read()
 
 
-def check_writable(path: Path) -> None:
+def check_writable(path: Path, option: str = "-o") -> None:
     """Refuse an output file that cannot be written, before any translating is done."""
     if path.is_dir():
-        raise ValueError(f"{path} is a folder; give the file to write with -o")
+        raise ValueError(f"{path} is a folder; give the file to write with {option}")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".probe"):
+            pass  # the folder takes a new file, as the output's atomic write will need (a check root cannot skip)
     except OSError as error:
         raise ValueError(f"cannot write {path}: {error.strerror or error}") from None
-    if not os.access(path.parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+    if path.exists() and not os.access(path, os.W_OK):
         raise ValueError(f"cannot write {path}: permission denied")
 
 
@@ -106,6 +111,7 @@ def interactive(args, model, sp, device) -> None:
         print("".join(translate_lines(args, model, sp, device, read_lines(line))), flush=True)
 
 
+@command
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m annotated_transformer.translate",
@@ -134,15 +140,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"translating {len(lines)} lines with {', '.join(p.name for p in paths)} on {device}", file=sys.stderr)
         outputs = translate_lines(args, model, sp, device, lines)
     except UnicodeDecodeError as error:
-        print(f"error: the input is not UTF-8 text ({error})", file=sys.stderr)
-        return 2
-    except (data.DataError, CheckpointError, ValueError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+        raise data.DataError(f"the input is not UTF-8 text ({error})") from None
     result = "".join(line + "\n" for line in outputs)
     if args.output:
         try:
-            args.output.write_text(result, encoding="utf-8")
+            write_atomically(args.output, result)
         except OSError as error:
             sys.stdout.write(result)  # the translations are not lost
             print(f"error: cannot write {args.output} ({error.strerror or error}); the translations went to "

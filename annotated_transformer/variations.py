@@ -11,8 +11,9 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from annotated_transformer import data, trainer
-from annotated_transformer.checkpoints import CheckpointError
+from annotated_transformer import trainer
+from annotated_transformer.checkpoints import append_line, trim_torn_line
+from annotated_transformer.cli import command
 from annotated_transformer.config import BIG_CHANGES, PRESETS, TABLE3_ROWS, TransformerConfig
 from annotated_transformer.model import count_parameters, make_model
 from annotated_transformer.scale import at_scale
@@ -70,6 +71,7 @@ def run_row(row: str, seed: int, scale: str, run: trainer.RunConfig, runs_dir: P
             "bleu_sentences": summary["sentences"], "train_minutes": summary["train_minutes"]}
 
 
+@command
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m annotated_transformer.variations",
@@ -121,6 +123,7 @@ def main(argv: list[str] | None = None) -> int:
                                 data_dir=str(args.data_dir or ""))
         base_seeds = range(args.first_seed, args.first_seed + args.seeds)
         jobs = [(row, seed) for row in args.rows for seed in (base_seeds if row == "base" else [0])]
+        trim_torn_line(args.results)  # a line cut short by a crash is dropped, and its row trained again
         done = done_rows(args.results)
         todo = [(row, seed) for row, seed in jobs
                 if (args.scale, row, seed, args.max_steps, row_config(row, args.scale).init) not in done]
@@ -129,16 +132,12 @@ def main(argv: list[str] | None = None) -> int:
         for row, seed in tqdm(todo, desc="Table 3 rows", unit="row", disable=not args.progress):
             record = run_row(row, seed, args.scale, run, args.runs, progress=False,
                              max_valid=args.max_valid_sentences)
-            with open(args.results, "a", encoding="utf-8") as f:
-                f.write(json.dumps(record) + "\n")
+            append_line(args.results, json.dumps(record))
             print(f"{row} (seed {seed}): perplexity {record['valid_ppl']:.2f}, BLEU {record['bleu']:.2f}, "
                   f"{record['parameters'] / 1e6:.2f}M parameters, {record['train_minutes']:.1f} min", flush=True)
     except KeyboardInterrupt:
         print("interrupted: run the same command again to continue", file=sys.stderr)
         return 130
-    except (data.DataError, CheckpointError, ValueError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
     return 0
 
 

@@ -18,13 +18,15 @@ import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
+from tqdm import tqdm
 
 from annotated_transformer import data
 from annotated_transformer.attention import MultiHeadedAttention
-from annotated_transformer.checkpoints import CheckpointError
+from annotated_transformer.checkpoints import write_atomically
+from annotated_transformer.cli import command
 from annotated_transformer.decoding import translate_sentences
 from annotated_transformer.layers import subsequent_mask
-from annotated_transformer.translate import add_model_arguments, model_from_args, read_lines
+from annotated_transformer.translate import add_model_arguments, check_writable, model_from_args, read_lines
 
 KINDS = {"encoder": "encoder self-attention", "decoder": "decoder self-attention (masked)",
          "cross": "encoder–decoder attention"}
@@ -78,12 +80,14 @@ class SentenceAttention:
                 "cross": (self.tgt_labels, self.src_labels)}[kind]
 
 
-def capture(model, sp, source: str, target: str | None = None, device="cpu", beam_size: int = 4) -> SentenceAttention:
-    """The weights of every layer and head on ``source`` and ``target`` (default: the model's translation)."""
+def capture(model, sp, source: str, target: str | None = None, device="cpu", beam_size: int = 4, alpha: float = 0.6,
+            max_extra: int = 50) -> SentenceAttention:
+    """The weights of every layer and head on ``source`` and ``target`` (default: the model's translation,
+    decoded as ``translate`` does with the same beam size, length penalty and length limit)."""
     if not source.strip():
         raise ValueError("the sentence is empty: give at least one word")
     if target is None:
-        target = translate_sentences(model, sp, [source], device, beam_size)[0]
+        target = translate_sentences(model, sp, [source], device, beam_size, alpha, max_extra)[0]
     src_ids, tgt_ids = sp.encode(source) + [data.EOS], [data.BOS] + sp.encode(target)
     src = torch.tensor([src_ids], device=device)
     tgt = torch.tensor([tgt_ids], device=device)
@@ -124,14 +128,14 @@ def save_attention(path: Path, sentences: list[SentenceAttention], about: dict |
         {"source": s.source, "target": s.target, "src_labels": s.src_labels, "tgt_labels": s.tgt_labels}
         for s in sentences]}
     arrays = {f"{i}_{kind}": s.weights(kind).astype(np.float16) for i, s in enumerate(sentences) for kind in KINDS}
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    np.savez_compressed(path, meta=np.array(json.dumps(meta, ensure_ascii=False)), **arrays)
+    write_atomically(path, lambda f: np.savez_compressed(f, meta=np.array(json.dumps(meta, ensure_ascii=False)),
+                                                         **arrays))
 
 
 def load_attention(path: Path) -> tuple[list[SentenceAttention], dict]:
     """The sentences stored by ``save_attention`` (weights as float32) and their ``about`` record."""
     if not Path(path).is_file():
-        raise FileNotFoundError(f"{path} does not exist; capture weights with `python -m "
+        raise ValueError(f"{path} does not exist; capture weights with `python -m "
                                 "annotated_transformer.visualize --run RUN -i FILE --save PATH`")
     try:
         with np.load(path) as stored:
@@ -371,7 +375,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--view", choices=["line", "grid", "explorer"], default="line", help="default: line")
     parser.add_argument("-o", "--output", type=Path, help="PNG, SVG or PDF for line and grid, HTML for explorer")
     parser.add_argument("--save", type=Path, help="capture every sentence of -i (or the sentence) into this .npz")
-    add_model_arguments(parser)
+    add_model_arguments(parser, batches=False)  # one sentence is translated at a time
     return parser
 
 
@@ -401,7 +405,8 @@ def sentences_from(args) -> list[SentenceAttention]:
     model, sp, settings, paths, device = model_from_args(args)
     if args.save is None and args.view != "explorer":  # one sentence is drawn: capture only that one
         lines = [lines[args.index - 1]]
-    captured = [capture(model, sp, line, args.target, device, args.beam_size) for line in lines]
+    captured = [capture(model, sp, line, args.target, device, args.beam_size, args.alpha, args.max_extra)
+                for line in tqdm(lines, desc="capturing", unit="sentence", disable=not args.progress or len(lines) < 2)]
     if args.save is not None:
         command = "python -m annotated_transformer.visualize " + " ".join(sys.argv[1:])
         save_attention(args.save, captured, {"command": command, "checkpoints": [p.name for p in paths],
@@ -440,16 +445,16 @@ def draw(args, sentences: list[SentenceAttention]) -> None:
     print(f"wrote {target}")
 
 
+@command
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    try:
-        sentences = sentences_from(args)
-        if args.save is None or args.output is not None:
-            draw(args, sentences)
-        return 0
-    except (ValueError, FileNotFoundError, CheckpointError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+    for path, option in ((args.output, "-o"), (args.save, "--save")):  # before any work, as in translate
+        if path is not None:
+            check_writable(path, option)
+    sentences = sentences_from(args)
+    if args.save is None or args.output is not None:
+        draw(args, sentences)
+    return 0
 
 
 if __name__ == "__main__":

@@ -189,7 +189,8 @@ def test_interactive_translation_survives_a_line_that_is_not_utf8(trained_run, m
 
 
 def test_translate_and_export_refuse_an_output_they_cannot_write_before_any_work(trained_run, tmp_path, capsys):
-    for target, message in ((tmp_path, "is a folder"), (Path("/proc/nope/x.txt"), "cannot write")):
+    unwritable = ((Path("/proc/nope/x.txt"), "cannot write"), (Path("/proc/x.pt"), "cannot write"))  # root too
+    for target, message in ((tmp_path, "is a folder"), *unwritable):
         assert translate.main(["--run", str(trained_run), "-o", str(target), "--no-progress"]) == 2
         err = capsys.readouterr().err
         assert message in err and "translating" not in err and "Traceback" not in err

@@ -92,7 +92,7 @@ def test_command_line_help_and_errors(capsys):
     for option in ("--task", "--max-steps", "--batch-tokens", "--warmup", "--seed", "--device"):
         assert option in help_text
     assert train.main(["--task", "copy", "--max-steps", "0"]) == 2
-    assert "max_steps must be an integer of at least 1, got 0" in capsys.readouterr().err
+    assert "--max-steps must be an integer of at least 1, got 0" in capsys.readouterr().err
 
 
 def test_command_line_trains_and_reports(capsys):

@@ -122,13 +122,13 @@ def test_truncated_checkpoint_gives_a_clear_error(text_corpus, tmp_path, capsys)
     capsys.readouterr()
     assert train.main(_cli(text_corpus, tmp_path, "--max-steps", "8")) == 2
     err = capsys.readouterr().err
-    assert "step-0000004.pt is truncated or corrupt" in err and "Traceback" not in err
+    assert "step-0000004.pt is truncated, corrupt or not a checkpoint" in err and "Traceback" not in err
 
 
 def test_resuming_with_other_settings_is_refused(text_corpus, tmp_path, capsys):
     assert train.main(_cli(text_corpus, tmp_path, "--max-steps", "2")) == 0
     assert train.main(_cli(text_corpus, tmp_path, "--max-steps", "4", "--d-model", "64", "--n-heads", "4")) == 2
-    assert "different settings (model.d_model, model.n_heads)" in capsys.readouterr().err
+    assert "different settings (--d-model, --n-heads)" in capsys.readouterr().err
 
 
 def test_sigint_saves_before_exiting(text_corpus, tmp_path):
