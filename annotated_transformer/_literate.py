@@ -4,7 +4,8 @@ Every chapter ``book/NN_name.md`` is a MyST Markdown notebook. A code cell whose
 ``# export: NAME`` is appended, in chapter order, to ``annotated_transformer/NAME.py``; all other
 cells are the chapter's demonstrations. A module may grow over several chapters: the top-level
 imports of all its cells are gathered, deduplicated and sorted into one block at the top of the
-module (after its docstring), so each chapter's cell imports what it uses where the reader sees it.
+module (after its docstring), so each chapter's cell imports what it uses where the reader sees it;
+an import of the module itself (a later chapter using what an earlier one defined there) is dropped.
 Each chapter also has an ``.ipynb`` twin with the same cells and no outputs, for people who prefer
 to open notebooks in Jupyter. Saving a paired notebook from Jupyter writes outputs into the twin and a
 ``jupytext_version`` line into the chapter's header; ``export`` removes both, so that running the
@@ -161,7 +162,8 @@ def render_modules(root: Path) -> dict[str, str]:
                 docstring = doc
             elif doc:
                 text = f"{doc}\n{text}".strip("\n")
-            imports += cell_imports
+            own = f"{PACKAGE}.{name}"  # a later chapter's cell may import what an earlier one defined here
+            imports += [n for n in cell_imports if not (isinstance(n, ast.ImportFrom) and n.module == own)]
             if len(sources) > 1 and cell.chapter != previous:
                 text = f"# --- from {cell.chapter} ---\n{text}"
             previous = cell.chapter

@@ -278,8 +278,7 @@ def decode_worker(job: dict) -> dict:
 def decoding_model(args, work: Path) -> tuple[Path, object, str]:
     """The model file the workers load, its vocabulary, and a description: a run's (averaged as the run
     was scored), a given file, or with --random-weights the multi30k architecture untrained."""
-    from annotated_transformer.checkpoints import load_model, pick_checkpoints, run_average
-    from annotated_transformer.export import write_model_file
+    from annotated_transformer.checkpoints import load_model, pick_checkpoints, run_average, write_model_file
 
     if args.random_weights:
         model_config = trainer.RUN_PRESETS["multi30k"][0]
@@ -306,7 +305,7 @@ def benchmark_decoding(args) -> dict:
     """The ``decode`` mode: each engine and beam size in its own process, on a real test set."""
     from sacrebleu.metrics import BLEU
 
-    from annotated_transformer.evaluate import TEST_SET_ALIASES, TEST_SETS
+    from annotated_transformer.scoring import TEST_SET_ALIASES, TEST_SETS
 
     device = trainer.resolve_device(args.device)
     corpus, split = TEST_SETS[TEST_SET_ALIASES.get(args.test_set, args.test_set)]

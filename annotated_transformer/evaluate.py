@@ -4,70 +4,13 @@
 """Command line: ``python -m annotated_transformer.evaluate --help``: BLEU and chrF on a named test set."""
 import argparse
 import json
-import re
 import sys
-import time
 from pathlib import Path
 
 from annotated_transformer import data
 from annotated_transformer.checkpoints import append_line, trim_torn_line, write_atomically
-from annotated_transformer.cli import command
-from annotated_transformer.decoding import translate_sentences
-from annotated_transformer.translate import add_model_arguments, model_from_args
-
-TEST_SETS = {  # name: (corpus, split); languages come from the run
-    "multi30k-valid": ("multi30k", "valid"),
-    "multi30k-test2016": ("multi30k", "test"),
-    "newstest2013": ("wmt14", "dev"),
-    "newstest2014": ("wmt14", "test"),  # the full 3003-sentence set
-}
-TEST_SET_ALIASES = {"multi30k/2016": "multi30k-test2016", "wmt13": "newstest2013", "wmt14/full": "newstest2014"}
-
-
-def split_compounds(text: str) -> str:
-    """``Rock-Musik`` -> ``Rock ##AT##-##AT## Musik``: the paper's evaluation splits hyphenated compounds."""
-    return re.sub(r"(\S)-(\S)", r"\1 ##AT##-##AT## \2", text)
-
-
-def scores(hypotheses: list[str], references: list[str], lang: str) -> dict:
-    """sacreBLEU and chrF with their signatures, and BLEU computed the way the paper's numbers were."""
-    from sacrebleu.metrics import BLEU, CHRF
-    from sacremoses import MosesTokenizer
-
-    bleu, chrf = BLEU(), CHRF()
-    tokenizer = MosesTokenizer(lang=lang)
-
-    def paper_tokens(line: str) -> str:  # Moses tokenization, then compound splitting, on both sides
-        return split_compounds(tokenizer.tokenize(line, return_str=True, escape=False))
-
-    tokenized = BLEU(tokenize="none", force=True).corpus_score(
-        [paper_tokens(h) for h in hypotheses], [[paper_tokens(r) for r in references]])
-    return {"bleu": bleu.corpus_score(hypotheses, [references]), "bleu_signature": str(bleu.get_signature()),
-            "chrf": chrf.corpus_score(hypotheses, [references]), "chrf_signature": str(chrf.get_signature()),
-            "tokenized_bleu": tokenized}
-
-
-def evaluate(model, sp, pairs: list[tuple[str, str]], lang: str, device="cpu", beam_size: int = 4,
-             alpha: float = 0.6, max_extra: int = 50, batch_tokens: int = 6000, progress: bool = False):
-    """Translate the sources of ``pairs`` and score them: (hypotheses, summary for JSON, score objects)."""
-    start = time.time()
-    hypotheses = translate_sentences(model, sp, [s for s, _ in pairs], device, beam_size, alpha, max_extra,
-                                     batch_tokens, progress)
-    seconds = time.time() - start
-    result = scores(hypotheses, [t for _, t in pairs], lang)
-    bleu = result["bleu"]
-    summary = {"sentences": len(pairs), "beam": beam_size, "alpha": alpha, "bleu": round(bleu.score, 2),
-               "bp": round(bleu.bp, 3), "length_ratio": round(bleu.sys_len / max(bleu.ref_len, 1), 3),
-               "chrf": round(result["chrf"].score, 2), "tokenized_bleu": round(result["tokenized_bleu"].score, 2),
-               "bleu_signature": result["bleu_signature"], "chrf_signature": result["chrf_signature"],
-               "translate_seconds": round(seconds, 1)}
-    return hypotheses, summary, result
-
-
-def report(summary: dict, result: dict) -> str:
-    return (f"{result['bleu']}\n  signature: {summary['bleu_signature']}\n"
-            f"{result['chrf']}\n  signature: {summary['chrf_signature']}\n"
-            f"tokenized BLEU (Moses tokens, compounds split, as in the paper) = {result['tokenized_bleu'].score:.2f}")
+from annotated_transformer.cli import add_model_arguments, command, model_from_args
+from annotated_transformer.scoring import TEST_SET_ALIASES, TEST_SETS, evaluate, report
 
 
 @command

@@ -6,42 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
-import torch
-
-from annotated_transformer.checkpoints import (
-    MODEL_FILE_FORMAT,
-    load_model,
-    pick_checkpoints,
-    run_average,
-    save_checkpoint,
-)
-from annotated_transformer.cli import command
-from annotated_transformer.translate import check_writable
-
-
-def write_model_file(out: Path, model, sp, settings: dict, checkpoints: list[str]) -> None:
-    """One file: weights, configuration, run settings and the SentencePiece model (as bytes)."""
-    vocabulary = torch.frombuffer(bytearray(sp.serialized_model_proto()), dtype=torch.uint8)
-    save_checkpoint(Path(out), {"format": MODEL_FILE_FORMAT, "model": model.state_dict(), "sentencepiece": vocabulary,
-                                "settings": {"model": settings["model"], "run": settings.get("run", {})},
-                                "checkpoints": checkpoints})
-
-
-def export_model(run: Path, out: Path | None, average: int | None = None, ct2: Path | None = None) -> dict:
-    """Write ``run``'s model (the mean of its last ``average`` checkpoints; default: as many as the run's
-    own setting and its checkpoints allow) with its configuration and vocabulary into the file ``out``,
-    and/or as a CTranslate2 model into the folder ``ct2`` (the performance chapter)."""
-    paths = pick_checkpoints(run, average=run_average(run) if average is None else average)
-    model, sp, settings = load_model(paths)
-    result = {"checkpoints": [p.name for p in paths]}
-    if out is not None:
-        write_model_file(out, model, sp, settings, result["checkpoints"])
-        result["megabytes"] = Path(out).stat().st_size / 2**20
-    if ct2 is not None:
-        from annotated_transformer.ct2 import export_ctranslate2
-
-        export_ctranslate2(model, sp, ct2)
-    return result
+from annotated_transformer.checkpoints import export_model
+from annotated_transformer.cli import check_writable, command
 
 
 @command

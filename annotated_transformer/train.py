@@ -8,19 +8,11 @@ import json
 import sys
 from pathlib import Path
 
-from annotated_transformer import data, trainer
-from annotated_transformer.checkpoints import (
-    available_average,
-    average_checkpoints,
-    pick_checkpoints,
-    read_json,
-    step_of,
-    write_atomically,
-)
+from annotated_transformer import trainer
+from annotated_transformer.checkpoints import read_json
 from annotated_transformer.cli import command
 from annotated_transformer.config import TransformerConfig, option
 from annotated_transformer.copy_task import CopyTask, copy_accuracy, train_copy_task
-from annotated_transformer.evaluate import evaluate
 from annotated_transformer.scale import at_scale
 
 DEFAULT_PRESET = "multi30k"
@@ -121,32 +113,6 @@ def finished(run_config) -> dict | None:
     return result if result and result.get("updates", 0) >= run_config.max_steps else None
 
 
-def translate_and_score(result: dict, run_config, progress: bool, max_sentences: int = 0) -> dict:
-    """Translate the test split with the trained model, print and save sacreBLEU with its signature.
-    ``max_sentences``: only the first N (0: all), for demonstrations; the summary records how many."""
-    test = data.load_pairs(run_config.corpus, run_config.test_split, run_config.src_lang, run_config.tgt_lang,
-                           Path(run_config.data_dir) if run_config.data_dir else None)[: max_sentences or None]
-    out_dir = Path(run_config.out_dir)
-    averaged = pick_checkpoints(out_dir, average=available_average(out_dir, run_config.average))
-    if len(averaged) > 1:  # the paper's checkpoint averaging (§6.1); training is over, so the weights can go
-        result["model"].load_state_dict(average_checkpoints(averaged))
-    hypotheses, summary, scores = evaluate(result["model"], result["sp"], test, run_config.tgt_lang, result["device"],
-                                           run_config.beam_size, run_config.alpha,
-                                           batch_tokens=run_config.eval_batch_tokens, progress=progress)
-    write_atomically(out_dir / f"{run_config.test_split}.hyp", "".join(h + "\n" for h in hypotheses))
-    summary = {"split": run_config.test_split, "checkpoints": [p.name for p in averaged], **summary,
-               "updates": result["step"], "train_minutes": round(result["minutes"], 1)}
-    write_atomically(out_dir / "results.json", json.dumps(summary, indent=2) + "\n")
-    k = run_config.beam_size
-    steps = ", ".join(str(step_of(p)) for p in averaged)
-    decoding = ("greedy decoding" if k == 1 else f"beam {k}, alpha {run_config.alpha}") + (
-        f", average of the checkpoints of updates {steps}" if len(averaged) > 1 else "")
-    print(f"{run_config.corpus} {run_config.test_split} {run_config.src_lang}->{run_config.tgt_lang} "
-          f"({decoding}, {len(test)} sentences): {scores['bleu']}")
-    print(f"signature: {summary['bleu_signature']}")
-    return summary
-
-
 COPY_TASK_OPTIONS = ("max_steps", "seed", "device")  # the copy task's model and data are its own (chapter 9)
 
 
@@ -184,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     result = trainer.train(model_config, run_config, progress=args.progress)
     if result["rank"] == 0 and not result["interrupted"]:
-        translate_and_score(result, run_config, progress=args.progress)
+        trainer.translate_and_score(result, run_config, progress=args.progress)
     return 130 if result["interrupted"] else 0
 
 

@@ -19,12 +19,16 @@ from annotated_transformer import data
 from annotated_transformer.checkpoints import (
     CONFIG_REMEDY,
     append_line,
+    available_average,
+    average_checkpoints,
     checkpoints,
     latest_checkpoint,
     load_checkpoint,
+    pick_checkpoints,
     read_json,
     remove_leftovers,
     save_checkpoint,
+    step_of,
     trim_torn_line,
     write_atomically,
 )
@@ -33,6 +37,7 @@ from annotated_transformer.config import TransformerConfig, checked_replace, opt
 from annotated_transformer.model import count_parameters, make_model
 from annotated_transformer.optimization import accumulate_gradients, make_optimizer, sequence_loss, update_batches
 from annotated_transformer.performance import batch_lengths, peak_flops, training_flops
+from annotated_transformer.scoring import evaluate
 
 
 # --- from book/12_training_loop.md ---
@@ -643,6 +648,32 @@ def train(model_config: TransformerConfig, run: RunConfig, progress: bool = True
         s.lock.release()
     return {"model": s.model, "sp": s.sp, "step": at.step, "interrupted": interrupt.requested,
             "device": s.device, "rank": s.rank, "minutes": at.minutes}
+
+
+def translate_and_score(result: dict, run_config, progress: bool, max_sentences: int = 0) -> dict:
+    """Translate the test split with the trained model, print and save sacreBLEU with its signature.
+    ``max_sentences``: only the first N (0: all), for demonstrations; the summary records how many."""
+    test = data.load_pairs(run_config.corpus, run_config.test_split, run_config.src_lang, run_config.tgt_lang,
+                           Path(run_config.data_dir) if run_config.data_dir else None)[: max_sentences or None]
+    out_dir = Path(run_config.out_dir)
+    averaged = pick_checkpoints(out_dir, average=available_average(out_dir, run_config.average))
+    if len(averaged) > 1:  # the paper's checkpoint averaging (§6.1); training is over, so the weights can go
+        result["model"].load_state_dict(average_checkpoints(averaged))
+    hypotheses, summary, scores = evaluate(result["model"], result["sp"], test, run_config.tgt_lang, result["device"],
+                                           run_config.beam_size, run_config.alpha,
+                                           batch_tokens=run_config.eval_batch_tokens, progress=progress)
+    write_atomically(out_dir / f"{run_config.test_split}.hyp", "".join(h + "\n" for h in hypotheses))
+    summary = {"split": run_config.test_split, "checkpoints": [p.name for p in averaged], **summary,
+               "updates": result["step"], "train_minutes": round(result["minutes"], 1)}
+    write_atomically(out_dir / "results.json", json.dumps(summary, indent=2) + "\n")
+    k = run_config.beam_size
+    steps = ", ".join(str(step_of(p)) for p in averaged)
+    decoding = ("greedy decoding" if k == 1 else f"beam {k}, alpha {run_config.alpha}") + (
+        f", average of the checkpoints of updates {steps}" if len(averaged) > 1 else "")
+    print(f"{run_config.corpus} {run_config.test_split} {run_config.src_lang}->{run_config.tgt_lang} "
+          f"({decoding}, {len(test)} sentences): {scores['bleu']}")
+    print(f"signature: {summary['bleu_signature']}")
+    return summary
 
 
 # --- from book/13_real_world_example.md ---

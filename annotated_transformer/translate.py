@@ -3,70 +3,13 @@
 
 """Command line: ``python -m annotated_transformer.translate --help``."""
 import argparse
-import os
-import re
 import sys
-import tempfile
 from pathlib import Path
 
-from annotated_transformer import data, trainer
-from annotated_transformer.checkpoints import load_model, pick_checkpoints, run_average, write_atomically
-from annotated_transformer.cli import command
+from annotated_transformer import data
+from annotated_transformer.checkpoints import write_atomically
+from annotated_transformer.cli import add_model_arguments, check_writable, command, model_from_args, split_lines
 from annotated_transformer.decoding import translate_sentences
-
-
-def add_model_arguments(parser: argparse.ArgumentParser, batches: bool = True) -> None:
-    """Options shared by ``translate``, ``evaluate`` and ``visualize``: which weights, and how to decode
-    (``batches``: and how many sentences at once). Each has the name (and aliases) of ``train``'s setting."""
-    run = trainer.RunConfig()
-    group = parser.add_argument_group("model and decoding")
-    group.add_argument("--run", "--out-dir", type=Path, default=Path(trainer.RUN_PRESETS["multi30k"][1].out_dir),
-                       metavar="DIR", help="run folder written by annotated_transformer.train (default: %(default)s)")
-    group.add_argument("--checkpoint", type=Path, metavar="FILE",
-                       help="one checkpoint of a run, or a model file written by annotated_transformer.export "
-                       "(default: the run's last checkpoint)")
-    group.add_argument("--average", type=int, metavar="N",
-                       help="average the weights of the run's last N checkpoints (default: the run's own "
-                       "setting, as the main job did: 5 for the multi30k and base presets, 20 for big)")
-    group.add_argument("--beam-size", "--beam", type=int, default=run.beam_size, metavar="K",
-                       help="beam size; 1 is greedy decoding (default: %(default)s)")
-    group.add_argument("--alpha", "--lenpen", type=float, default=run.alpha, metavar="X",
-                       help="length penalty α (default: %(default)s)")
-    group.add_argument("--max-extra", type=int, default=50, metavar="N",
-                       help="outputs may be this many tokens longer than the source (default: %(default)s)")
-    if batches:
-        group.add_argument("--eval-batch-tokens", type=int, default=run.eval_batch_tokens, metavar="N",
-                           help="source tokens per batch times the beam size (default: %(default)s)")
-    group.add_argument("--device", default="auto", metavar="DEVICE",
-                       help="cpu, cuda, cuda:N or auto (default: %(default)s)")
-    group.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True,
-                       help="progress bars on standard error (default: on)")
-
-
-def model_from_args(args):
-    if args.beam_size < 1 or args.alpha < 0 or args.max_extra < 0 or getattr(args, "eval_batch_tokens", 1) < 1:
-        raise ValueError("--beam-size and --eval-batch-tokens must be positive, --alpha and --max-extra at least 0")
-    if args.average is not None and args.average < 1:
-        raise ValueError(f"--average must be at least 1 (1: no averaging), got {args.average}")
-    average = args.average
-    if average is None and args.checkpoint is None:
-        average = run_average(args.run)
-    paths = pick_checkpoints(args.run, args.checkpoint, average or 1)
-    device = trainer.resolve_device(args.device)
-    model, sp, settings = load_model(paths, device)
-    return model, sp, settings, paths, device
-
-
-LINE_BREAKS_INSIDE = re.compile(r"[\r\v\f\x1c-\x1e\x85\u2028\u2029]")
-
-
-def read_lines(text: str) -> list[str]:
-    """The lines of ``text``, ended by newlines only. Characters that Python's ``splitlines`` would also
-    break at (form feed, U+0085, U+2028, U+2029, ...) become spaces, so there is one line out per line in."""
-    lines = text.split("\n")
-    if lines[-1] == "":  # the newline that ends the last line starts no new one
-        lines.pop()
-    return [" ".join(LINE_BREAKS_INSIDE.sub(" ", line).split()) for line in lines]
 
 
 def translate_lines(args, model, sp, device, lines: list[str]) -> list[str]:
@@ -84,20 +27,6 @@ def read_input(args) -> str:
     return stream.read().decode("utf-8") if stream is not None else sys.stdin.read()
 
 
-def check_writable(path: Path, option: str = "-o") -> None:
-    """Refuse an output file that cannot be written, before any translating is done."""
-    if path.is_dir():
-        raise ValueError(f"{path} is a folder; give the file to write with {option}")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".probe"):
-            pass  # the folder takes a new file, as the output's atomic write will need (a check root cannot skip)
-    except OSError as error:
-        raise ValueError(f"cannot write {path}: {error.strerror or error}") from None
-    if path.exists() and not os.access(path, os.W_OK):
-        raise ValueError(f"cannot write {path}: permission denied")
-
-
 def interactive(args, model, sp, device) -> None:
     """Translate each line as it is typed, until end of input (Ctrl-D)."""
     print("type a sentence and press Enter; Ctrl-D ends", file=sys.stderr)
@@ -108,7 +37,7 @@ def interactive(args, model, sp, device) -> None:
         except UnicodeDecodeError as error:
             print(f"error: that line is not UTF-8 text ({error}); type it again", file=sys.stderr, flush=True)
             continue
-        print("".join(translate_lines(args, model, sp, device, read_lines(line))), flush=True)
+        print("".join(translate_lines(args, model, sp, device, split_lines(line))), flush=True)
 
 
 @command
@@ -136,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.input is None and args.output is None and (args.interactive or sys.stdin.isatty()):
             interactive(args, model, sp, device)
             return 0
-        lines = read_lines(read_input(args))
+        lines = split_lines(read_input(args))
         print(f"translating {len(lines)} lines with {', '.join(p.name for p in paths)} on {device}", file=sys.stderr)
         outputs = translate_lines(args, model, sp, device, lines)
     except UnicodeDecodeError as error:

@@ -54,14 +54,13 @@ def done_rows(results: Path) -> set:
 def run_row(row: str, seed: int, scale: str, run: trainer.RunConfig, runs_dir: Path, progress: bool,
             max_valid: int = 0) -> dict:
     """Train one row (resuming its folder if it was interrupted) and score it on the validation split."""
-    from annotated_transformer.train import translate_and_score
 
     config = row_config(row, scale)
     run = run.replace(seed=seed, out_dir=str(runs_dir / f"{scale}-{row}-{config.init}-seed{seed}"))
     result = trainer.train(config, run, progress=progress)
     if result["interrupted"]:
         raise KeyboardInterrupt
-    summary = translate_and_score(result, run, progress=progress, max_sentences=max_valid)
+    summary = trainer.translate_and_score(result, run, progress=progress, max_sentences=max_valid)
     metrics = [json.loads(line) for line in (Path(run.out_dir) / "metrics.jsonl").read_text().splitlines()]
     last = [m for m in metrics if "valid_nll" in m and m["step"] == result["step"]][-1]
     nll = last["valid_nll"]

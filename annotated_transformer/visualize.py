@@ -23,10 +23,9 @@ from tqdm import tqdm
 from annotated_transformer import data
 from annotated_transformer.attention import MultiHeadedAttention
 from annotated_transformer.checkpoints import write_atomically
-from annotated_transformer.cli import command
+from annotated_transformer.cli import add_model_arguments, check_writable, command, model_from_args, split_lines
 from annotated_transformer.decoding import translate_sentences
 from annotated_transformer.layers import subsequent_mask
-from annotated_transformer.translate import add_model_arguments, check_writable, model_from_args, read_lines
 
 KINDS = {"encoder": "encoder self-attention", "decoder": "decoder self-attention (masked)",
          "cross": "encoder–decoder attention"}
@@ -389,7 +388,7 @@ def sentences_from(args) -> list[SentenceAttention]:
     if args.input is not None:
         if not args.input.is_file():
             raise ValueError(f"{args.input} does not exist")
-        lines = [line for line in read_lines(args.input.read_text(encoding="utf-8")) if line]
+        lines = [line for line in split_lines(args.input.read_text(encoding="utf-8")) if line]
         if not lines:
             raise ValueError(f"{args.input} has no sentence: write one source sentence per line")
     elif args.sentence is not None:

@@ -10,7 +10,8 @@ import torch
 
 from annotated_transformer import config, decoding, evaluate, export, model, train, translate, visualize
 from annotated_transformer.checkpoints import average_checkpoints, checkpoints, load_checkpoint
-from annotated_transformer.evaluate import scores, split_compounds
+from annotated_transformer.cli import split_lines
+from annotated_transformer.scoring import scores, split_compounds
 
 
 @pytest.fixture(scope="module")
@@ -121,7 +122,7 @@ def test_translate_keeps_one_line_per_line_whatever_it_contains(trained_run, mon
     out = _translate_stdin(trained_run, text, monkeypatch, capsys, "--no-progress").out
     assert out.count("\n") == text.count("\n") == 6
     assert out.split("\n")[3] == ""  # the empty line is translated to an empty line, in its place
-    assert translate.read_lines(text)[0] == "the cat runs"
+    assert split_lines(text)[0] == "the cat runs"
 
 
 def test_translate_empty_input_writes_nothing(trained_run, monkeypatch, capsys):

@@ -58,6 +58,17 @@ def test_export_writes_modules_in_chapter_order_with_a_header(repo):
     assert (repo / "annotated_transformer" / "beta.py").read_text().endswith("B = 1\n")
 
 
+def test_a_cell_importing_its_own_module_does_not_import_it_in_the_module(repo):
+    (repo / "book" / "03_third.md").write_text(
+        _chapter("# export: alpha\nfrom annotated_transformer.alpha import double\n\nQUAD = double(double(1))"))
+    export(repo)
+    alpha = (repo / "annotated_transformer" / "alpha.py").read_text()
+    assert "from annotated_transformer.alpha import" not in alpha
+    namespace = {}
+    exec(compile(alpha, "alpha.py", "exec"), namespace)
+    assert namespace["QUAD"] == 4
+
+
 def test_export_is_deterministic_and_twins_have_no_outputs(repo):
     assert export(repo)  # first run writes
     snapshot = {p: p.read_bytes() for p in repo.rglob("*") if p.is_file()}

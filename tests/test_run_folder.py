@@ -186,8 +186,8 @@ def _interrupt(*args, **kwargs):
 
 @pytest.mark.parametrize("module, patched, argv", [
     (train, "trainer.load_splits", lambda run, corpus: _train(corpus, run.parent / "new", 4)),  # during setup
-    (train, "translate_and_score", lambda run, corpus: _train(corpus, run, 6)),  # scoring after training
-    (translate, "load_model", lambda run, corpus: ["--run", str(run), "-i", str(corpus / "test.en")]),
+    (train, "trainer.translate_and_score", lambda run, corpus: _train(corpus, run, 6)),  # scoring after training
+    (translate, "translate_lines", lambda run, corpus: ["--run", str(run), "-i", str(corpus / "test.en")]),
     (evaluate, "evaluate", lambda run, corpus: ["--run", str(run), "--limit", "2"]),
     (export, "export_model", lambda run, corpus: ["--run", str(run), "-o", str(run.parent / "m.pt")]),
     (visualize, "capture", lambda run, corpus: ["--run", str(run), "a red cat"]),
