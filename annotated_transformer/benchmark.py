@@ -20,7 +20,7 @@ from tqdm import tqdm
 from annotated_transformer import data, trainer
 from annotated_transformer.attention import MultiHeadedAttention
 from annotated_transformer.checkpoints import write_atomically
-from annotated_transformer.cli import command
+from annotated_transformer.cli import add_device_option, add_progress_option, command
 from annotated_transformer.decoding import beam_search, decode_ids, decoding_batches, greedy_decode
 from annotated_transformer.model import make_model
 from annotated_transformer.optimization import generator_loss, make_optimizer
@@ -403,7 +403,8 @@ def parser() -> argparse.ArgumentParser:
                        help="untimed updates first (default: %(default)s; more with --compile)")
     train.add_argument("--paths", nargs="+", default=list(PATHS), choices=list(PATHS), metavar="PATH",
                        help="implementations: " + "; ".join(f"{k}: {v}" for k, v in PATHS.items()))
-    train.add_argument("--compile", action="store_true", help="also time the fast path under torch.compile")
+    train.add_argument("--compile", action=argparse.BooleanOptionalAction, default=False,
+                       help="also time the fast path under torch.compile (default: off)")
     train.add_argument("--loss-chunk", type=int, default=0, metavar="N",
                        help="the fast path computes its loss N target positions at a time (0: all at once)")
     train.add_argument("--bf16", action=argparse.BooleanOptionalAction, default=True,
@@ -451,9 +452,8 @@ def parser() -> argparse.ArgumentParser:
     for mode in (train, decode):
         mode.add_argument("--data-dir", type=Path, metavar="DIR",
                           help="data directory (default: $AT_DATA_DIR, else the download cache)")
-        mode.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto (default: %(default)s)")
-        mode.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True,
-                          help="a progress bar over the runs (default: on)")
+        add_device_option(mode)
+        add_progress_option(mode)
     for mode in (train, decode, cache):
         mode.add_argument("--output", "-o", type=Path, metavar="FILE", help="also write the numbers as JSON here")
     return main_parser

@@ -9,9 +9,10 @@ import torch
 from tqdm import tqdm
 
 from annotated_transformer.config import TransformerConfig
+from annotated_transformer.data import BOS, EOS, PAD, Batch
 from annotated_transformer.decoding import greedy_decode, strip_special
 from annotated_transformer.model import count_parameters, make_model
-from annotated_transformer.optimization import BOS, EOS, PAD, Batch, make_optimizer, sequence_loss
+from annotated_transformer.optimization import make_optimizer, sequence_loss
 
 
 @dataclass(frozen=True)

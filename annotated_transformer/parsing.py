@@ -21,7 +21,7 @@ from annotated_transformer.checkpoints import (
     read_json,
     write_atomically,
 )
-from annotated_transformer.cli import command
+from annotated_transformer.cli import add_device_option, add_progress_option, command
 from annotated_transformer.config import TransformerConfig
 from annotated_transformer.decoding import translate_sentences
 from annotated_transformer.scale import at_scale
@@ -310,9 +310,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--train-fraction", type=float, default=1.0, metavar="F",
                         help="train on the first F of the training trees, 0 < F <= 1 (default: %(default)s)")
     parser.add_argument("--data-dir", type=Path, metavar="DIR", help="folder with ptb/treebank.zip")
-    parser.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto (default: %(default)s)")
-    parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True,
-                        help="progress bars (default: on)")
+    add_device_option(parser)
+    add_progress_option(parser)
     args = parser.parse_args(argv)
     if args.max_steps < 1 or args.limit < 0 or args.beam_size < 1 or args.max_extra < 0:
         raise ValueError("--max-steps and --beam-size must be positive, --limit and --max-extra at least 0")

@@ -6,7 +6,7 @@ import time
 
 import torch
 
-from annotated_transformer.optimization import PAD
+from annotated_transformer.data import PAD
 
 
 # --- from book/14_results.md ---

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from annotated_transformer import trainer
 from annotated_transformer.checkpoints import read_json
-from annotated_transformer.cli import command
+from annotated_transformer.cli import add_progress_option, command
 from annotated_transformer.config import TransformerConfig, option
 from annotated_transformer.copy_task import CopyTask, copy_accuracy, train_copy_task
 from annotated_transformer.scale import at_scale
@@ -75,8 +75,7 @@ def build_parser(preset: str = DEFAULT_PRESET) -> argparse.ArgumentParser:
                         "are the rows of Table 3")
     parser.add_argument("--print-config", action="store_true",
                         help="print the model and run settings as JSON and exit without training")
-    parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True,
-                        help="a progress bar, or metric lines with --no-progress (default: progress bar)")
+    add_progress_option(parser)
     for title, cls, defaults in (("model (§3, Table 3)", TransformerConfig, model_default),
                                  ("run (§5)", trainer.RunConfig, run_default)):
         group = parser.add_argument_group(f"{title} settings; defaults shown are the {preset} preset's")

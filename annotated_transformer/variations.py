@@ -13,7 +13,7 @@ from tqdm import tqdm
 
 from annotated_transformer import trainer
 from annotated_transformer.checkpoints import append_line, trim_torn_line
-from annotated_transformer.cli import command
+from annotated_transformer.cli import add_progress_option, command
 from annotated_transformer.config import BIG_CHANGES, PRESETS, TABLE3_ROWS, TransformerConfig
 from annotated_transformer.model import count_parameters, make_model
 from annotated_transformer.scale import at_scale
@@ -103,8 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data-dir", type=Path, metavar="DIR", help="data directory (default: $AT_DATA_DIR)")
     parser.add_argument("--bf16", action=argparse.BooleanOptionalAction, default=True,
                         help="bf16 autocast on GPUs (default: on)")
-    parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True,
-                        help="progress bars (default: on)")
+    add_progress_option(parser)
     args = parser.parse_args(argv)
     scale_run = SCALES[args.scale]["run"]
     if args.max_steps is None:

@@ -6,8 +6,9 @@ import torch
 
 from annotated_transformer import train
 from annotated_transformer.copy_task import BOS, EOS, PAD, CopyTask, copy_accuracy, train_copy_task
+from annotated_transformer.data import Batch
 from annotated_transformer.decoding import greedy_decode, strip_special
-from annotated_transformer.optimization import Batch, noam_rate
+from annotated_transformer.optimization import noam_rate
 
 
 def test_batches_shift_the_target_and_mask_padding():

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from annotated_transformer.config import TransformerConfig
+from annotated_transformer.data import BOS, EOS, PAD
 from annotated_transformer.decoding import (
     beam_search,
     greedy_decode,
@@ -16,8 +17,6 @@ from annotated_transformer.decoding import (
 )
 from annotated_transformer.layers import subsequent_mask
 from annotated_transformer.model import make_model
-
-PAD, BOS, EOS = 0, 1, 2
 
 
 def _model(vocab: int, seed: int, norm_first: bool = False, eos_bias: float = 0.0):

@@ -6,9 +6,10 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from annotated_transformer import benchmark, data
 from annotated_transformer.config import TransformerConfig
+from annotated_transformer.data import Batch
 from annotated_transformer.decoding import greedy_decode, strip_special
 from annotated_transformer.model import make_model
-from annotated_transformer.optimization import Batch, generator_loss, make_optimizer, sequence_loss
+from annotated_transformer.optimization import generator_loss, make_optimizer, sequence_loss
 from annotated_transformer.performance import forward_flops, training_flops
 from annotated_transformer.reference import TorchTransformer, copy_weights
 

@@ -1,7 +1,10 @@
 """The package's layout: the commands (modules with a ``main``) stand on library modules, never on each other."""
 
+import argparse
 import ast
 from pathlib import Path
+
+import pytest
 
 import annotated_transformer
 
@@ -37,3 +40,61 @@ def test_the_walk_sees_imports_inside_functions():
     source = "def f():\n    from annotated_transformer.train import main\n    import annotated_transformer.data\n"
     tree = ast.parse(source)
     assert package_imports(tree) == {"train", "data"}
+
+
+def test_the_reserved_token_ids_are_defined_once_in_data():
+    defining = {name for name, tree in TREES.items() for node in tree.body if isinstance(node, ast.Assign)
+                and any(isinstance(t, (ast.Tuple, ast.Name)) and "PAD" in ast.dump(t) for t in node.targets)}
+    assert defining == {"data"}
+
+
+class _Parsed(Exception):
+    """Raised instead of parsing, to hand a command's finished parser to the test."""
+
+
+def command_options(module) -> dict[str, frozenset]:
+    """Each long option of ``module``'s command (sub-commands included) -> every name of its setting."""
+
+    def capture(parser, *args, **kwargs):
+        raise _Parsed(parser)
+
+    patch = pytest.MonkeyPatch()
+    patch.setattr(argparse.ArgumentParser, "parse_args", capture)
+    try:
+        module.main([])
+    except _Parsed as parsed:
+        parsers = [parsed.args[0]]
+    finally:
+        patch.undo()
+    options = {}
+    while parsers:
+        parser = parsers.pop()
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                parsers += list(action.choices.values())
+            names = frozenset(o for o in action.option_strings if o.startswith("--"))
+            options.update({name: names for name in names})
+    return options
+
+
+def test_every_command_calls_a_setting_by_the_same_names():
+    import importlib
+
+    options = {name: command_options(importlib.import_module(f"annotated_transformer.{name}"))
+               for name in sorted(COMMANDS - {"_literate"})}
+    seen, clashes = {}, []
+    for command, table in options.items():
+        for option, names in table.items():
+            if option in seen and seen[option][1] != names:
+                first, their = seen[option]
+                clashes.append(f"{option}: {sorted(their)} in {first}, {sorted(names)} in {command}")
+            seen.setdefault(option, (command, names))
+    assert clashes == []
+    assert len(seen) > 60  # the walk did reach the commands' options
+
+
+def test_the_shared_options_are_defined_once():
+    defined = [(name, node.args[0].value) for name, tree in TREES.items() for node in ast.walk(tree)
+               if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "add_argument" and node.args
+               and isinstance(node.args[0], ast.Constant) and node.args[0].value in ("--device", "--progress")]
+    assert sorted(defined) == [("cli", "--device"), ("cli", "--progress")]

@@ -15,10 +15,10 @@ import torch
 from annotated_transformer import train, trainer
 from annotated_transformer.checkpoints import checkpoints, latest_checkpoint, load_checkpoint
 from annotated_transformer.config import PRESETS, TransformerConfig
-from annotated_transformer.data import PAD
+from annotated_transformer.data import PAD, Batch
 from annotated_transformer.layers import subsequent_mask
 from annotated_transformer.model import make_model
-from annotated_transformer.optimization import Batch, accumulate_gradients, make_optimizer, sequence_loss
+from annotated_transformer.optimization import accumulate_gradients, make_optimizer, sequence_loss
 
 TINY = TransformerConfig(vocab_size=50, n_layers=1, d_model=32, d_ff=64, n_heads=2)
 
