@@ -278,7 +278,7 @@ def decode_worker(job: dict) -> dict:
 def decoding_model(args, work: Path) -> tuple[Path, object, str]:
     """The model file the workers load, its vocabulary, and a description: a run's (averaged as the run
     was scored), a given file, or with --random-weights the multi30k architecture untrained."""
-    from annotated_transformer.checkpoints import load_model, pick_checkpoints, run_average, write_model_file
+    from annotated_transformer.checkpoints import load_model, run_weights, write_model_file
 
     if args.random_weights:
         model_config = trainer.RUN_PRESETS["multi30k"][0]
@@ -287,8 +287,7 @@ def decoding_model(args, work: Path) -> tuple[Path, object, str]:
         torch.manual_seed(0)
         model, settings, what = make_model(model_config), {"model": model_config.to_dict()}, "random weights"
     else:
-        average = args.average if args.average is not None else (1 if args.checkpoint else run_average(args.run))
-        paths = pick_checkpoints(args.run, args.checkpoint, average)
+        paths = run_weights(args.run, args.checkpoint, args.average)
         model, sp, settings = load_model(paths)
         what = f"{paths[-1].parent.parent if not args.checkpoint else paths[0]} ({len(paths)} checkpoint(s))"
     model_file = work / "model.pt"

@@ -137,35 +137,38 @@ def average_checkpoints(paths: list[Path]) -> dict:
     return average_weights(load_checkpoint(path)["model"] for path in paths)
 
 
-def pick_checkpoints(run_dir: Path, checkpoint: Path | None = None, average: int = 1) -> list[Path]:
-    """One named checkpoint; the run's final weights (``average`` 1); or its last ``average`` scheduled ones."""
+def run_weights(run: Path, checkpoint: Path | None = None, average: int | None = None) -> list[Path]:
+    """The checkpoints whose mean is "the weights of this run", for every command that reads a model: the
+    file ``checkpoint`` when one is named; else the run's last ``average`` scheduled checkpoints, where 1
+    means its final weights (the newest checkpoint of either kind). ``average`` None is the run's own
+    setting, the one its training scored with, as far as its checkpoints allow."""
     if checkpoint is not None:
+        if average not in (None, 1):
+            raise ValueError(f"--average {average} averages a run's checkpoints; one named --checkpoint has "
+                             "nothing to average with")
         if not Path(checkpoint).is_file():
             raise CheckpointError(f"no checkpoint at {checkpoint}")
         return [Path(checkpoint)]
-    latest, scheduled = latest_checkpoint(run_dir), checkpoints(run_dir)
+    latest, scheduled = latest_checkpoint(run), checkpoints(run)
     if latest is None:
-        raise CheckpointError(f"no checkpoints in {Path(run_dir) / 'checkpoints'}; train first with "
-                              f"python -m annotated_transformer.train --out-dir {run_dir}")
+        raise CheckpointError(f"no checkpoints in {Path(run) / 'checkpoints'}; train first with "
+                              f"python -m annotated_transformer.train --run {run}")
+    if average is None:
+        config = Path(run) / "config.json"
+        own = read_json(config, CONFIG_REMEDY)["run"].get("average", 1) if config.is_file() else 1
+        average = available_average(run, own)
     if average == 1:
         return [latest]
     if average < 1 or average > len(scheduled):
         names = f" ({scheduled[0].name} ... {scheduled[-1].name})" if scheduled else ""
-        raise CheckpointError(f"cannot average the last {average} checkpoints: {run_dir} has {len(scheduled)} "
+        raise CheckpointError(f"cannot average the last {average} checkpoints: {run} has {len(scheduled)} "
                               f"scheduled ones{names}")
     return scheduled[-average:]
 
 
-def available_average(run_dir: Path, wanted: int) -> int:
+def available_average(run: Path, wanted: int) -> int:
     """``wanted``, or fewer when the run has fewer scheduled checkpoints (a short run), but at least 1."""
-    return max(min(wanted, len(checkpoints(run_dir))), 1)
-
-
-def run_average(run_dir: Path) -> int:
-    """How many checkpoints the run's own setting averages, as far as its checkpoints allow."""
-    config = Path(run_dir) / "config.json"
-    wanted = read_json(config, CONFIG_REMEDY)["run"].get("average", 1) if config.is_file() else 1
-    return available_average(run_dir, wanted)
+    return max(min(wanted, len(checkpoints(run))), 1)
 
 
 MODEL_FILE_FORMAT = "annotated-transformer-model/1"  # a self-contained model file, written by `export`
@@ -209,7 +212,7 @@ def export_model(run: Path, out: Path | None, average: int | None = None, ct2: P
     """Write ``run``'s model (the mean of its last ``average`` checkpoints; default: as many as the run's
     own setting and its checkpoints allow) with its configuration and vocabulary into the file ``out``,
     and/or as a CTranslate2 model into the folder ``ct2`` (the performance chapter)."""
-    paths = pick_checkpoints(run, average=run_average(run) if average is None else average)
+    paths = run_weights(run, average=average)
     model, sp, settings = load_model(paths)
     result = {"checkpoints": [p.name for p in paths]}
     if out is not None:

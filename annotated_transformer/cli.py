@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 
 from annotated_transformer import trainer
-from annotated_transformer.checkpoints import CheckpointError, load_model, pick_checkpoints, run_average
+from annotated_transformer.checkpoints import CheckpointError, load_model, run_weights
 from annotated_transformer.data import DataError
 
 # --- from book/12_training_loop.md ---
@@ -79,10 +79,7 @@ def model_from_args(args):
         raise ValueError("--beam-size and --eval-batch-tokens must be positive, --alpha and --max-extra at least 0")
     if args.average is not None and args.average < 1:
         raise ValueError(f"--average must be at least 1 (1: no averaging), got {args.average}")
-    average = args.average
-    if average is None and args.checkpoint is None:
-        average = run_average(args.run)
-    paths = pick_checkpoints(args.run, args.checkpoint, average or 1)
+    paths = run_weights(args.run, args.checkpoint, args.average)
     device = trainer.resolve_device(args.device)
     model, sp, settings = load_model(paths, device)
     return model, sp, settings, paths, device

@@ -17,8 +17,8 @@ from annotated_transformer import data, trainer
 from annotated_transformer.checkpoints import (
     available_average,
     average_checkpoints,
-    pick_checkpoints,
     read_json,
+    run_weights,
     write_atomically,
 )
 from annotated_transformer.cli import add_device_option, add_progress_option, command
@@ -335,7 +335,7 @@ def main(argv: list[str] | None = None) -> int:
     result = trainer.train(PARSING_MODEL, run, progress=args.progress)
     if result["interrupted"]:
         return 130
-    averaged = pick_checkpoints(args.run, average=available_average(args.run, run.average))
+    averaged = run_weights(args.run, average=available_average(args.run, run.average))
     model = result["model"]
     model.load_state_dict(average_checkpoints(averaged))
     gold = [t for n in SPLITS[args.split] for t in trees.get(f"wsj_{n:04d}", [])][: args.limit or None]

@@ -24,9 +24,9 @@ from annotated_transformer.checkpoints import (
     checkpoints,
     latest_checkpoint,
     load_checkpoint,
-    pick_checkpoints,
     read_json,
     remove_leftovers,
+    run_weights,
     save_checkpoint,
     step_of,
     trim_torn_line,
@@ -656,7 +656,7 @@ def translate_and_score(result: dict, run_config, progress: bool, max_sentences:
     test = data.load_pairs(run_config.corpus, run_config.test_split, run_config.src_lang, run_config.tgt_lang,
                            Path(run_config.data_dir) if run_config.data_dir else None)[: max_sentences or None]
     out_dir = Path(run_config.out_dir)
-    averaged = pick_checkpoints(out_dir, average=available_average(out_dir, run_config.average))
+    averaged = run_weights(out_dir, average=available_average(out_dir, run_config.average))  # this command's setting
     if len(averaged) > 1:  # the paper's checkpoint averaging (§6.1); training is over, so the weights can go
         result["model"].load_state_dict(average_checkpoints(averaged))
     hypotheses, summary, scores = evaluate(result["model"], result["sp"], test, run_config.tgt_lang, result["device"],

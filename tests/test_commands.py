@@ -207,3 +207,16 @@ def test_the_explorer_of_an_input_file_holds_every_sentence(trained_run, tmp_pat
                            "--beam", "1"]) == 0
     text = page.read_text()
     assert "the red cat runs" in text and "a dog sleeps" in text
+
+
+def test_one_function_chooses_the_weights_of_a_run(trained_run):
+    from annotated_transformer.checkpoints import run_weights
+
+    assert [p.name for p in run_weights(trained_run)] == ["step-0000008.pt", "step-0000012.pt"]  # its --average 2
+    assert [p.name for p in run_weights(trained_run, average=3)] == ["step-0000004.pt", "step-0000008.pt",
+                                                                     "step-0000012.pt"]
+    assert [p.name for p in run_weights(trained_run, average=1)] == ["step-0000012.pt"]
+    named = checkpoints(trained_run)[0]
+    assert run_weights(trained_run, named) == [named]
+    with pytest.raises(ValueError, match="one named --checkpoint has nothing to average"):
+        run_weights(trained_run, named, average=2)
