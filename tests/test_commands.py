@@ -26,11 +26,21 @@ def trained_run(text_corpus, tmp_path_factory):
     return out_dir
 
 
-def test_training_ends_with_beam_search_on_averaged_checkpoints(trained_run):
+def test_training_ends_with_beam_search_on_averaged_checkpoints(trained_run, text_corpus, tmp_path):
+    import sacrebleu
+
     results = json.loads((trained_run / "results.json").read_text())
-    assert results["beam"] == 4 and results["alpha"] == 0.6
     assert results["checkpoints"] == ["step-0000008.pt", "step-0000012.pt"]
+    hypotheses = (trained_run / "test.hyp").read_text(encoding="utf-8").splitlines()
+    references = (text_corpus / "test.de").read_text(encoding="utf-8").splitlines()
+    assert len(hypotheses) == len(references) == results["sentences"]
+    assert results["bleu"] == round(sacrebleu.corpus_bleu(hypotheses, [references]).score, 2)  # scored by sacreBLEU
     assert results["bleu_signature"].startswith("nrefs:1|case:mixed|eff:no|tok:13a")
+    again = tmp_path / "again.de"  # the translations are beam 4, alpha 0.6 on the mean of the last two checkpoints
+    argv = ["--run", str(trained_run), "-i", str(text_corpus / "test.en"), "-o", str(again), "--average", "2",
+            "--beam", "4", "--alpha", "0.6", "--no-progress"]
+    assert translate.main(argv) == 0
+    assert again.read_text(encoding="utf-8").splitlines() == hypotheses
 
 
 def test_average_is_the_elementwise_mean(trained_run):

@@ -32,6 +32,16 @@ def test_too_long_sequences_are_refused():
         LearnedPositionalEmbedding(8, 0.0, max_len=4)(torch.zeros(1, 5, 8))
 
 
-def test_learned_positions_are_trained_parameters():
+def test_learned_positions_add_one_trained_vector_per_position():
+    torch.manual_seed(0)
     learned = LearnedPositionalEmbedding(8, dropout=0.0, max_len=10)
-    assert sum(p.numel() for p in learned.parameters()) == 80
+    (table,) = list(learned.parameters())
+    x = torch.randn(2, 4, 8)
+    out = learned(x)
+    for position in range(4):  # position i of every sentence gets row i of the table, whatever the words
+        assert torch.allclose(out[:, position] - x[:, position], table[position].expand(2, 8).detach())
+    out.pow(2).sum().backward()
+    assert table.grad[:4].abs().sum(-1).min() > 0 and table.grad[4:].abs().sum() == 0  # only used rows learn
+    before = table.detach().clone()
+    torch.optim.SGD(learned.parameters(), lr=0.1).step()
+    assert not torch.equal(table[:4], before[:4]) and torch.equal(table[4:], before[4:])
