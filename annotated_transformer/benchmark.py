@@ -21,6 +21,7 @@ from annotated_transformer import data, trainer
 from annotated_transformer.attention import MultiHeadedAttention
 from annotated_transformer.checkpoints import write_atomically
 from annotated_transformer.cli import add_device_option, add_progress_option, command
+from annotated_transformer.config import RUN_PRESETS
 from annotated_transformer.decoding import beam_search, decode_ids, decoding_batches, greedy_decode
 from annotated_transformer.model import make_model
 from annotated_transformer.optimization import generator_loss, make_optimizer
@@ -152,7 +153,7 @@ def time_training(path: str, config, batches: list, device: str, warmup: int, bf
 
 def benchmark_training(args) -> dict:
     """The ``train`` mode: every implementation in ``args.paths`` on the same real batches."""
-    model_config, run = trainer.RUN_PRESETS[args.preset]
+    model_config, run = RUN_PRESETS[args.preset]
     device = trainer.resolve_device(args.device)
     corpus, split = args.corpus or run.corpus, args.split or run.train_split
     if corpus == "wmt14" and split == "train" and not args.split:
@@ -281,7 +282,7 @@ def decoding_model(args, work: Path) -> tuple[Path, object, str]:
     from annotated_transformer.checkpoints import load_model, run_weights, write_model_file
 
     if args.random_weights:
-        model_config = trainer.RUN_PRESETS["multi30k"][0]
+        model_config = RUN_PRESETS["multi30k"][0]
         pairs = data.load_pairs("multi30k", "train", "en", "de", args.data_dir)
         sp = data.train_shared_vocab(pairs, model_config.vocab_size, VOCABULARIES)
         torch.manual_seed(0)
@@ -361,7 +362,7 @@ def print_decoding(report: dict) -> None:
 def time_cache(args) -> dict:
     """The ``cache`` mode: decoding fixed-length outputs with the key/value cache and with recomputation."""
     torch.manual_seed(0)
-    model = make_model(trainer.RUN_PRESETS["multi30k"][0]).eval()
+    model = make_model(RUN_PRESETS["multi30k"][0]).eval()
     rows = []
     for batch in args.batch:
         for beam in args.beam_size:
@@ -418,7 +419,7 @@ def parser() -> argparse.ArgumentParser:
                               "process, in the batches translate uses; report sentences/s, output tokens/s, "
                               "sacreBLEU and how many outputs equal ours.")
     source = decode.add_argument_group("model")
-    source.add_argument("--run", "--out-dir", type=Path, default=Path(trainer.RUN_PRESETS["multi30k"][1].out_dir),
+    source.add_argument("--run", "--out-dir", type=Path, default=Path(RUN_PRESETS["multi30k"][1].out_dir),
                         metavar="DIR", help="run folder to take the model from (default: %(default)s)")
     source.add_argument("--checkpoint", type=Path, metavar="FILE", help="a checkpoint or exported model file")
     source.add_argument("--average", type=int, metavar="N", help="checkpoints to average (default: the run's setting)")

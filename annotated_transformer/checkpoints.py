@@ -5,13 +5,14 @@
 import json
 import os
 import re
+import socket
 from collections.abc import Iterable
 from itertools import chain
 from pathlib import Path
 
 import torch
 
-from annotated_transformer.config import TransformerConfig
+from annotated_transformer.config import TransformerConfig, option
 from annotated_transformer.model import make_model
 
 
@@ -114,6 +115,66 @@ def latest_checkpoint(out_dir: Path) -> Path | None:
     """The newest checkpoint of either kind: where training resumes, and the run's final weights."""
     found = [*checkpoints(out_dir), *(Path(out_dir) / "checkpoints").glob("resume-*.pt")]
     return max(found, key=step_of, default=None)
+
+
+# Settings that may change when a run resumes: they do not alter what was trained so far.
+AFTER_TRAINING = ("max_steps", "max_minutes", "eval_batch_tokens", "average", "beam_size", "alpha", "data_dir",
+                  "compile", "loss_chunk_tokens", "log_every", "device", "out_dir")
+
+
+class RunLock:
+    """One training process per run folder: an operating-system lock on ``RUN/train.lock``, released when
+    the process ends, even by a crash. Two writers would interleave their checkpoints and metrics."""
+
+    def __init__(self, out_dir: Path):
+        out_dir.mkdir(parents=True, exist_ok=True)
+        self.file = open(out_dir / "train.lock", "a+", encoding="utf-8")
+        try:
+            import fcntl
+        except ImportError:  # Windows has no advisory file locks; there, one writer is up to the user
+            return
+        try:
+            fcntl.flock(self.file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            self.file.seek(0)
+            holder = self.file.read().strip() or "another process"
+            self.file.close()
+            raise ValueError(f"{out_dir} is being trained by {holder}; wait for it to finish (the same command "
+                             "then resumes or reports the result), or choose another --run") from None
+        self.file.truncate(0)
+        self.file.write(f"process {os.getpid()} on {socket.gethostname()}\n")
+        self.file.flush()
+
+    def release(self) -> None:
+        self.file.close()
+
+
+def check_same_run(out_dir: Path, saved: dict | None, settings: dict) -> None:
+    """Refuse to resume a run folder with a different configuration (which would mix two runs)."""
+    if saved is not None:
+        differs = [option(k) for part in ("model", "run") for k in settings[part]
+                   if saved.get(part, {}).get(k) != settings[part][k] and k not in AFTER_TRAINING]
+        if differs:
+            raise ValueError(f"{out_dir} holds a run with different settings ({', '.join(differs)}); "
+                             "use another --out-dir, or delete the folder to start over")
+
+
+def check_same_data(out_dir: Path, saved: dict | None, vocabulary: str) -> None:
+    """Refuse to go on with training data other than the run's. ``vocabulary`` is the file name the data
+    given now would have (``spm-bpe8000-<fingerprint>.model``); the run recorded its own when it started
+    (runs older than that record are judged by the vocabulary they hold). The vocabulary of a run is
+    never retrained: new token ids under old weights would go on training as if nothing had happened."""
+    recorded = (saved or {}).get("data", {}).get("vocabulary")
+    if recorded is None:
+        recorded = next((p.name for p in sorted((out_dir / "vocab").glob("*.model")) if p.name != vocabulary), None)
+    if recorded is not None and recorded != vocabulary:
+        def fingerprint(name: str) -> str:
+            return name.removesuffix(".model").rsplit("-", 1)[-1]
+
+        raise ValueError(f"{out_dir} was started on other training data: its training pairs and vocabulary "
+                         f"settings have the fingerprint {fingerprint(recorded)}, the data given now "
+                         f"{fingerprint(vocabulary)}. Give the --data-dir and --max-train-pairs the run began "
+                         "with, or train a new run with another --run")
 
 
 # --- from book/14_results.md ---

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from annotated_transformer import trainer
 from annotated_transformer.checkpoints import CheckpointError, load_model, run_weights
+from annotated_transformer.config import RUN_PRESETS, RunConfig
 from annotated_transformer.data import DataError
 
 # --- from book/12_training_loop.md ---
@@ -51,9 +52,9 @@ def add_progress_option(parser) -> None:
 def add_model_arguments(parser: argparse.ArgumentParser, batches: bool = True) -> None:
     """Options shared by ``translate``, ``evaluate`` and ``visualize``: which weights, and how to decode
     (``batches``: and how many sentences at once). Each has the name (and aliases) of ``train``'s setting."""
-    run = trainer.RunConfig()
+    run = RunConfig()
     group = parser.add_argument_group("model and decoding")
-    group.add_argument("--run", "--out-dir", type=Path, default=Path(trainer.RUN_PRESETS["multi30k"][1].out_dir),
+    group.add_argument("--run", "--out-dir", type=Path, default=Path(RUN_PRESETS["multi30k"][1].out_dir),
                        metavar="DIR", help="run folder written by annotated_transformer.train (default: %(default)s)")
     group.add_argument("--checkpoint", type=Path, metavar="FILE",
                        help="one checkpoint of a run, or a model file written by annotated_transformer.export "

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import torch
 from tqdm import tqdm
 
-from annotated_transformer.config import TransformerConfig
+from annotated_transformer.config import COPY_MODEL, TransformerConfig
 from annotated_transformer.data import BOS, EOS, PAD, Batch
 from annotated_transformer.decoding import greedy_decode, strip_special
 from annotated_transformer.model import count_parameters, make_model
@@ -40,10 +40,6 @@ class CopyTask:
 
     def batch(self, batch_size: int, generator: torch.Generator) -> Batch:
         return Batch.from_tensors(*self.sample(batch_size, generator), pad=PAD)
-
-
-# The paper's model, scaled down: P_drop = 0.1 and ε_ls = 0.1 are kept.
-COPY_MODEL = TransformerConfig(vocab_size=13, n_layers=2, d_model=64, d_ff=256, n_heads=4, max_len=64)
 
 
 def train_copy_task(task: CopyTask = CopyTask(), config: TransformerConfig = COPY_MODEL, steps: int = 1500,

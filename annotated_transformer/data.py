@@ -392,3 +392,10 @@ def collate(pairs: Sequence[tuple[list[int], list[int]]], indices: Sequence[int]
     src = pad_rows([pairs[i][0] + [EOS] for i in indices])
     tgt = pad_rows([[BOS] + pairs[i][1] + [EOS] for i in indices])
     return Batch.from_tensors(src, tgt, pad=PAD)
+
+
+def validation_batches(pairs, batch_tokens: int, device):
+    """The pairs as batches of about ``batch_tokens`` tokens, in one fixed order, on ``device``."""
+    lengths = [len(s) + 1 for s, _ in pairs], [len(t) + 1 for _, t in pairs]
+    for indices in TokenBatches(*lengths, batch_tokens, shuffle=False).epoch(0):
+        yield collate(pairs, indices).to(device)

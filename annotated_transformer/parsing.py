@@ -22,7 +22,7 @@ from annotated_transformer.checkpoints import (
     write_atomically,
 )
 from annotated_transformer.cli import add_device_option, add_progress_option, command
-from annotated_transformer.config import TransformerConfig
+from annotated_transformer.config import PARSING_MODEL, PARSING_RUN
 from annotated_transformer.decoding import translate_sentences
 from annotated_transformer.scale import at_scale
 
@@ -233,12 +233,6 @@ def bracket_scores(gold: list[Tree], predicted: list[Tree]) -> dict:
             "matched": matched, "gold": n_gold, "predicted": n_predicted}
 
 
-# §6.3 used 4 layers of d_model 1024 on 40K sentences; ours is as deep and a quarter as wide, for 3.9K.
-PARSING_MODEL = TransformerConfig(vocab_size=2000, n_layers=4, d_model=256, d_ff=1024, n_heads=4)
-PARSING_RUN = trainer.RunConfig(corpus="text", src_lang="words", tgt_lang="tree", max_sentence_tokens=400,
-                                batch_tokens=4000, warmup=400, lr_factor=0.5, max_steps=1000, valid_every=100,
-                                save_every=100, save_every_minutes=0, keep_checkpoints=5, average=5,
-                                beam_size=21, alpha=1.0, out_dir="runs/ptb-parsing")  # §6.3: α 0.3 (see below)
 SPLITS = {"train": range(1, 160), "valid": range(160, 180), "test": range(180, 200)}  # by file, wsj_0001...
 PARSING_REMEDY = "It records how the run's corpus was made: delete it and give --leaves and --train-fraction as before."
 

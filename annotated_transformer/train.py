@@ -11,9 +11,10 @@ from pathlib import Path
 from annotated_transformer import trainer
 from annotated_transformer.checkpoints import read_json
 from annotated_transformer.cli import add_progress_option, command
-from annotated_transformer.config import TransformerConfig, option
+from annotated_transformer.config import OPTION_ALIASES, RUN_PRESETS, RunConfig, TransformerConfig, option
 from annotated_transformer.copy_task import CopyTask, copy_accuracy, train_copy_task
 from annotated_transformer.scale import at_scale
+from annotated_transformer.scoring import translate_and_score
 
 DEFAULT_PRESET = "multi30k"
 
@@ -43,7 +44,7 @@ class _Parser(argparse.ArgumentParser):
 
 def add_field_option(group, f: dataclasses.Field, default) -> None:
     """``--name`` for one configuration field: booleans as --x/--no-x, a metavar saying what a value is."""
-    names = [f"--{f.name.replace('_', '-')}", *trainer.OPTION_ALIASES.get(f.name, ())]
+    names = [f"--{f.name.replace('_', '-')}", *OPTION_ALIASES.get(f.name, ())]
     help_text = f"{f.metadata['help']} (default: {default!r})"
     if f.type in (bool, "bool"):
         group.add_argument(*names, dest=f.name, default=None, action=argparse.BooleanOptionalAction, help=help_text)
@@ -57,7 +58,7 @@ def add_field_option(group, f: dataclasses.Field, default) -> None:
 
 def build_parser(preset: str = DEFAULT_PRESET) -> argparse.ArgumentParser:
     """The command's options; the defaults shown in ``--help`` are those of ``preset``."""
-    model_default, run_default = trainer.RUN_PRESETS[preset]
+    model_default, run_default = RUN_PRESETS[preset]
     parser = _Parser(
         prog="python -m annotated_transformer.train",
         description="Train a Transformer translation model (default: English to German on Multi30k, sized "
@@ -69,15 +70,15 @@ def build_parser(preset: str = DEFAULT_PRESET) -> argparse.ArgumentParser:
     )
     parser.add_argument("--task", choices=["translate", "copy"], default="translate",
                         help="translate (default) or the copy task of the first-example chapter")
-    parser.add_argument("--preset", choices=list(trainer.RUN_PRESETS), default=preset, metavar="NAME",
+    parser.add_argument("--preset", choices=list(RUN_PRESETS), default=preset, metavar="NAME",
                         help=f"model and run settings to start from (default: {DEFAULT_PRESET}): "
-                        f"{', '.join(trainer.RUN_PRESETS)}; base and big are the paper's; A-h1 ... E-learned "
+                        f"{', '.join(RUN_PRESETS)}; base and big are the paper's; A-h1 ... E-learned "
                         "are the rows of Table 3")
     parser.add_argument("--print-config", action="store_true",
                         help="print the model and run settings as JSON and exit without training")
     add_progress_option(parser)
     for title, cls, defaults in (("model (§3, Table 3)", TransformerConfig, model_default),
-                                 ("run (§5)", trainer.RunConfig, run_default)):
+                                 ("run (§5)", RunConfig, run_default)):
         group = parser.add_argument_group(f"{title} settings; defaults shown are the {preset} preset's")
         for f in dataclasses.fields(cls):
             add_field_option(group, f, getattr(defaults, f.name))
@@ -87,15 +88,15 @@ def build_parser(preset: str = DEFAULT_PRESET) -> argparse.ArgumentParser:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """Arguments, read with the help and defaults of the preset that ``--preset`` names."""
     first = argparse.ArgumentParser(prog="python -m annotated_transformer.train", add_help=False)
-    first.add_argument("--preset", choices=list(trainer.RUN_PRESETS), default=DEFAULT_PRESET)
+    first.add_argument("--preset", choices=list(RUN_PRESETS), default=DEFAULT_PRESET)
     known, _ = first.parse_known_args(argv)
     return build_parser(known.preset).parse_args(argv)
 
 
-def configs_from_args(args) -> tuple[TransformerConfig, trainer.RunConfig]:
-    model_config, run_config = trainer.RUN_PRESETS[args.preset]
+def configs_from_args(args) -> tuple[TransformerConfig, RunConfig]:
+    model_config, run_config = RUN_PRESETS[args.preset]
     model_names = {f.name for f in dataclasses.fields(TransformerConfig)}
-    run_names = {f.name for f in dataclasses.fields(trainer.RunConfig)}
+    run_names = {f.name for f in dataclasses.fields(RunConfig)}
     given = {k: v for k, v in vars(args).items() if v is not None}
     model_config = model_config.replace(**{k: v for k, v in given.items() if k in model_names})
     run_config = run_config.replace(**{k: v for k, v in given.items() if k in run_names})
@@ -149,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     result = trainer.train(model_config, run_config, progress=args.progress)
     if result["rank"] == 0 and not result["interrupted"]:
-        trainer.translate_and_score(result, run_config, progress=args.progress)
+        translate_and_score(result, run_config, progress=args.progress)
     return 130 if result["interrupted"] else 0
 
 

@@ -14,20 +14,12 @@ from tqdm import tqdm
 from annotated_transformer import trainer
 from annotated_transformer.checkpoints import append_line, trim_torn_line
 from annotated_transformer.cli import add_progress_option, command
-from annotated_transformer.config import BIG_CHANGES, PRESETS, TABLE3_ROWS, TransformerConfig
+from annotated_transformer.config import BIG_CHANGES, PRESETS, TABLE3_ROWS, TABLE3_SCALES, RunConfig, TransformerConfig
 from annotated_transformer.model import count_parameters, make_model
 from annotated_transformer.scale import at_scale
+from annotated_transformer.scoring import translate_and_score
 
 ROWS = {"base": {}, **TABLE3_ROWS, "big": BIG_CHANGES}  # each row's changes to the paper's base
-# Table 3's protocol: development set (here Multi30k's validation split), beam 4, no checkpoint averaging.
-TABLE3_PROTOCOL = dict(test_split="valid", average=1, keep_checkpoints=1)
-# Each scale divides the paper's widths (d_model, d_ff, d_k, d_v) and its depth, and has one budget for every row.
-SCALES = {
-    "quarter": dict(widths=4, depth=2, run=trainer.MULTI30K_RUN.replace(
-        **TABLE3_PROTOCOL, batch_tokens=1100, warmup=100, lr_factor=0.25, max_steps=400, valid_every=100,
-        save_every=100, log_every=25)),
-    "half": dict(widths=2, depth=2, run=trainer.MULTI30K_RUN.replace(**TABLE3_PROTOCOL)),
-}
 
 
 def row_config(row: str, scale: str = "quarter") -> TransformerConfig:
@@ -35,10 +27,10 @@ def row_config(row: str, scale: str = "quarter") -> TransformerConfig:
     vocabulary Multi30k's, everything else (heads, dropout, label smoothing, positions) as in the paper."""
     if row not in ROWS:
         raise ValueError(f"unknown row {row!r}; the rows are: {', '.join(ROWS)}")
-    if scale not in SCALES:
-        raise ValueError(f"unknown scale {scale!r}; the scales are: {', '.join(SCALES)}")
-    paper, widths = PRESETS[row], SCALES[scale]["widths"]
-    return paper.replace(vocab_size=8000, n_layers=paper.n_layers // SCALES[scale]["depth"],
+    if scale not in TABLE3_SCALES:
+        raise ValueError(f"unknown scale {scale!r}; the scales are: {', '.join(TABLE3_SCALES)}")
+    paper, widths = PRESETS[row], TABLE3_SCALES[scale]["widths"]
+    return paper.replace(vocab_size=8000, n_layers=paper.n_layers // TABLE3_SCALES[scale]["depth"],
                          d_model=paper.d_model // widths, d_ff=paper.d_ff // widths,
                          d_k=paper.d_k and paper.d_k // widths, d_v=paper.d_v and paper.d_v // widths)
 
@@ -51,7 +43,7 @@ def done_rows(results: Path) -> set:
     return {(r["scale"], r["row"], r["seed"], r["updates"], r["model"].get("init", "xavier")) for r in records}
 
 
-def run_row(row: str, seed: int, scale: str, run: trainer.RunConfig, runs_dir: Path, progress: bool,
+def run_row(row: str, seed: int, scale: str, run: RunConfig, runs_dir: Path, progress: bool,
             max_valid: int = 0) -> dict:
     """Train one row (resuming its folder if it was interrupted) and score it on the validation split."""
 
@@ -60,7 +52,7 @@ def run_row(row: str, seed: int, scale: str, run: trainer.RunConfig, runs_dir: P
     result = trainer.train(config, run, progress=progress)
     if result["interrupted"]:
         raise KeyboardInterrupt
-    summary = trainer.translate_and_score(result, run, progress=progress, max_sentences=max_valid)
+    summary = translate_and_score(result, run, progress=progress, max_sentences=max_valid)
     metrics = [json.loads(line) for line in (Path(run.out_dir) / "metrics.jsonl").read_text().splitlines()]
     last = [m for m in metrics if "valid_nll" in m and m["step"] == result["step"]][-1]
     nll = last["valid_nll"]
@@ -85,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="seeds of the base row, to measure the noise (default: %(default)s; other rows: one)")
     parser.add_argument("--first-seed", type=int, default=0, metavar="S",
                         help="the base row's seeds are S, S+1, ... (to share a sweep between processes; default: 0)")
-    parser.add_argument("--scale", choices=SCALES, default="quarter",
+    parser.add_argument("--scale", choices=TABLE3_SCALES, default="quarter",
                         help="quarter: widths / 4, depth / 2, 400 updates of 1,100 tokens, for a CPU; half: the "
                         "default preset's widths and depth (N=3, d_model=256) with "
                         "the paper's 8 heads and the default run's 2,200 updates of 2,200 tokens, for a GPU "
@@ -105,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="bf16 autocast on GPUs (default: on)")
     add_progress_option(parser)
     args = parser.parse_args(argv)
-    scale_run = SCALES[args.scale]["run"]
+    scale_run = TABLE3_SCALES[args.scale]["run"]
     if args.max_steps is None:
         args.max_steps = scale_run.max_steps
     try:

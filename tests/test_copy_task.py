@@ -5,8 +5,8 @@ import pytest
 import torch
 
 from annotated_transformer import train
-from annotated_transformer.copy_task import BOS, EOS, PAD, CopyTask, copy_accuracy, train_copy_task
-from annotated_transformer.data import Batch
+from annotated_transformer.copy_task import CopyTask, copy_accuracy, train_copy_task
+from annotated_transformer.data import BOS, EOS, PAD, Batch
 from annotated_transformer.decoding import greedy_decode, strip_special
 from annotated_transformer.optimization import noam_rate
 

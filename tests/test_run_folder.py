@@ -28,6 +28,7 @@ from annotated_transformer import (
     variations,
     visualize,
 )
+from annotated_transformer.config import RunConfig
 
 TINY = ["--corpus", "text", "--vocab-size", "80", "--n-layers", "1", "--d-model", "32", "--d-ff", "64",
         "--n-heads", "2", "--batch-tokens", "300", "--warmup", "10", "--valid-every", "1000", "--save-every", "2",
@@ -186,7 +187,7 @@ def _interrupt(*args, **kwargs):
 
 @pytest.mark.parametrize("module, patched, argv", [
     (train, "trainer.load_splits", lambda run, corpus: _train(corpus, run.parent / "new", 4)),  # during setup
-    (train, "trainer.translate_and_score", lambda run, corpus: _train(corpus, run, 6)),  # scoring after training
+    (train, "translate_and_score", lambda run, corpus: _train(corpus, run, 6)),  # scoring after training
     (translate, "translate_lines", lambda run, corpus: ["--run", str(run), "-i", str(corpus / "test.en")]),
     (evaluate, "evaluate", lambda run, corpus: ["--run", str(run), "--limit", "2"]),
     (export, "export_model", lambda run, corpus: ["--run", str(run), "-o", str(run.parent / "m.pt")]),
@@ -277,4 +278,4 @@ def test_the_vocabulary_cache_is_untouched_by_the_refactoring(synthetic_pairs, t
     (path,) = tmp_path.glob("*.model")
     assert path.name == data.vocab_file(pairs, 60)
     assert sp.serialized_model_proto() == data.train_vocab(pairs, 60)  # training is deterministic
-    assert trainer.prepare_data(trainer.RunConfig(), 60, path, (pairs, pairs[:20]), say=lambda *a: None)[3] is None
+    assert trainer.prepare_data(RunConfig(), 60, path, (pairs, pairs[:20]), say=lambda *a: None)[3] is None

@@ -98,3 +98,15 @@ def test_the_shared_options_are_defined_once():
                if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "add_argument" and node.args
                and isinstance(node.args[0], ast.Constant) and node.args[0].value in ("--device", "--progress")]
     assert sorted(defined) == [("cli", "--device"), ("cli", "--progress")]
+
+
+def test_every_setting_and_preset_is_defined_in_config():
+    settings = ("RunConfig", "TransformerConfig", "PRESETS", "RUN_PRESETS", "COPY_MODEL", "PARSING_MODEL",
+                "PARSING_RUN", "TABLE3_SCALES")
+    defined = {}
+    for name, tree in TREES.items():
+        for node in tree.body:
+            targets = [node.name] if isinstance(node, ast.ClassDef) else [
+                t.id for t in getattr(node, "targets", []) if isinstance(t, ast.Name)]
+            defined.update({target: name for target in targets if target in settings})
+    assert defined == dict.fromkeys(settings, "config")

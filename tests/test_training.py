@@ -13,9 +13,10 @@ import pytest
 import torch
 
 from annotated_transformer import train, trainer
-from annotated_transformer.checkpoints import checkpoints, latest_checkpoint, load_checkpoint
-from annotated_transformer.config import PRESETS, TransformerConfig
+from annotated_transformer.checkpoints import RunLock, checkpoints, latest_checkpoint, load_checkpoint
+from annotated_transformer.config import PRESETS, RunConfig, TransformerConfig
 from annotated_transformer.data import PAD, Batch
+from annotated_transformer.diagnostics import source_alignment
 from annotated_transformer.layers import subsequent_mask
 from annotated_transformer.model import make_model
 from annotated_transformer.optimization import accumulate_gradients, make_optimizer, sequence_loss
@@ -196,7 +197,7 @@ def test_help_documents_every_setting(capsys):
     with pytest.raises(SystemExit):
         train.main(["--help"])
     out = capsys.readouterr().out
-    for field in [*TransformerConfig.__dataclass_fields__, *trainer.RunConfig.__dataclass_fields__]:
+    for field in [*TransformerConfig.__dataclass_fields__, *RunConfig.__dataclass_fields__]:
         assert f"--{field.replace('_', '-')}" in out
     assert "label smoothing" in out.lower() or "ε_ls" in out
 
@@ -254,7 +255,7 @@ def test_a_finished_run_reports_instead_of_training_again(text_corpus, tmp_path,
 
 
 def test_a_second_trainer_on_the_same_folder_is_refused(text_corpus, tmp_path, capsys):
-    holder = trainer.RunLock(tmp_path / "run")  # as a process training into the folder holds it
+    holder = RunLock(tmp_path / "run")  # as a process training into the folder holds it
     try:
         assert train.main(_cli(text_corpus, tmp_path / "run", "--max-steps", "2")) == 2
         err = capsys.readouterr().err
@@ -319,11 +320,11 @@ def test_source_alignment_is_one_for_even_attention_and_matches_a_hand_count():
     for layer in model.decoder.layers:  # every score q·k becomes 0: weights 1/n over the real source tokens
         torch.nn.init.zeros_(layer.src_attn.w_q.weight)
         torch.nn.init.zeros_(layer.src_attn.w_q.bias)
-    assert trainer.source_alignment(model, pairs, 1000, "cpu") == pytest.approx([1.0, 1.0])
+    assert source_alignment(model, pairs, 1000, "cpu") == pytest.approx([1.0, 1.0])
 
     torch.manual_seed(1)
     model = make_model(TransformerConfig(vocab_size=30, n_layers=2, d_model=32, d_ff=64, n_heads=4))
-    ratios = trainer.source_alignment(model, pairs, 1000, "cpu")
+    ratios = source_alignment(model, pairs, 1000, "cpu")
     model.eval()
     expected = [0.0, 0.0]
     for src, tgt in pairs:  # one sentence at a time, no padding anywhere

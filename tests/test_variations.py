@@ -3,8 +3,8 @@ import json
 
 import pytest
 
-from annotated_transformer import trainer, variations
-from annotated_transformer.config import PRESETS
+from annotated_transformer import variations
+from annotated_transformer.config import MULTI30K_MODEL, PRESETS
 
 
 @pytest.mark.parametrize("scale, widths", [("quarter", 4), ("half", 2)])
@@ -22,7 +22,7 @@ def test_the_two_bases():
     quarter, half = variations.row_config("base", "quarter"), variations.row_config("base", "half")
     assert (quarter.n_layers, quarter.d_model, quarter.d_ff, quarter.n_heads, quarter.head_dims) == (
         3, 128, 512, 8, (16, 16))
-    default = trainer.MULTI30K_MODEL  # the half scale is the default preset's size, with the paper's 8 heads
+    default = MULTI30K_MODEL  # the half scale is the default preset's size, with the paper's 8 heads
     assert (half.n_layers, half.d_model, half.d_ff, half.vocab_size) == (
         default.n_layers, default.d_model, default.d_ff, default.vocab_size)
     assert (half.n_heads, half.head_dims) == (8, (32, 32))

@@ -12,8 +12,9 @@ import argparse
 import json
 from pathlib import Path
 
-from annotated_transformer import trainer
-from annotated_transformer.config import TransformerConfig
+from annotated_transformer import data, trainer
+from annotated_transformer.config import RunConfig, TransformerConfig
+from annotated_transformer.diagnostics import position_similarity, source_alignment
 
 
 def layer_grad_norms(layers) -> list[float]:
@@ -35,7 +36,7 @@ def main() -> None:
     a = parser.parse_args()
     config = TransformerConfig(vocab_size=8000, n_layers=a.n_layers, d_model=128, d_ff=512, n_heads=4,
                                norm_first=a.norm_first, init=a.init)
-    run = trainer.RunConfig(batch_tokens=1100, warmup=a.warmup, lr_factor=a.lr_factor, max_steps=a.steps,
+    run = RunConfig(batch_tokens=1100, warmup=a.warmup, lr_factor=a.lr_factor, max_steps=a.steps,
                             data_dir=a.data_dir, out_dir=f"runs/diag/{a.out.stem}")
     s = trainer.start(config, run)
     encoder, decoder = s.model.encoder.layers, s.model.decoder.layers
@@ -48,14 +49,14 @@ def main() -> None:
     s.optimizer.register_step_pre_hook(record_gradients)
     for step in range(a.steps + 1):
         if step % a.every == 0:
-            sample = next(trainer.validation_batches(s.valid_pairs[:200], 10**6, s.device))  # one batch
+            sample = next(data.validation_batches(s.valid_pairs[:200], 10**6, s.device))  # one batch
             records.append({
                 "step": step,
                 "valid_nll": round(trainer.validation_loss(s.model, s.valid_pairs[:500], 3000, s.device), 4),
                 "position_similarity": [round(x, 4) for x in
-                                        trainer.position_similarity(s.model, sample.src, sample.src_mask)],
+                                        position_similarity(s.model, sample.src, sample.src_mask)],
                 "source_entropy": [round(x, 4) for x in
-                                   trainer.source_alignment(s.model, s.valid_pairs, 3000, s.device, 200)]})
+                                   source_alignment(s.model, s.valid_pairs, 3000, s.device, 200)]})
             print(json.dumps(records[-1]), flush=True)
         if step < a.steps:
             trainer.train_step(s, at)  # one optimizer update, exactly as the train command makes it
