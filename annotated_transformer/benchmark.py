@@ -382,14 +382,7 @@ def print_cache(report: dict) -> None:
               f"{r['recompute_s'] / r['cached_s']:>8.1f}x")
 
 
-def parser() -> argparse.ArgumentParser:
-    main_parser = argparse.ArgumentParser(
-        prog="python -m annotated_transformer.benchmark",
-        description="Measure speed, against references in the same run: 'train' (tokens/s, MFU, peak memory "
-        "of the book's code against its fast path and torch.nn.Transformer), 'decode' (sentences/s of our "
-        "decoding against CTranslate2 on the same weights), 'cache' (the key/value cache against "
-        "recomputation). Prints a table; -o also writes the numbers as JSON.")
-    modes = main_parser.add_subparsers(dest="mode", required=True, metavar="MODE")
+def _train_options(modes) -> argparse.ArgumentParser:
     train = modes.add_parser("train", help="training speed of each implementation on the same real batches",
                              description="Train each implementation on the same batches of a real corpus and "
                              "report target tokens/s, all tokens/s, time per update, model FLOPs utilisation and "
@@ -414,6 +407,10 @@ def parser() -> argparse.ArgumentParser:
     train.add_argument("--split", metavar="NAME", help="the corpus split (default: train, or sample for wmt14)")
     train.add_argument("--profile", type=int, default=0, metavar="N",
                        help="profile N more updates of the fast path and print its top operators")
+    return train
+
+
+def _decode_options(modes) -> argparse.ArgumentParser:
     decode = modes.add_parser("decode", help="decoding speed of our search against CTranslate2",
                               description="Translate a test set with each engine and beam size, each in its own "
                               "process, in the batches translate uses; report sentences/s, output tokens/s, "
@@ -440,6 +437,10 @@ def parser() -> argparse.ArgumentParser:
     decode.add_argument("--threads", type=int, default=torch.get_num_threads(), metavar="N",
                         help="threads per engine (default: %(default)s)")
     decode.add_argument("--worker", help=argparse.SUPPRESS)
+    return decode
+
+
+def _cache_options(modes) -> argparse.ArgumentParser:
     cache = modes.add_parser("cache", help="incremental decoding against recomputation of the prefix",
                              description="Time decoding of fixed-length outputs with the key/value cache and with "
                              "full recomputation of the prefix at every step, on the CPU.")
@@ -449,6 +450,18 @@ def parser() -> argparse.ArgumentParser:
     cache.add_argument("--beam-size", "--beam", type=int, nargs="+", default=[1, 4], metavar="K",
                        help="beam sizes; 1 is greedy (default: 1 4)")
     cache.add_argument("--repeat", type=int, default=3, help="timings per setting, the best is kept")
+    return cache
+
+
+def parser() -> argparse.ArgumentParser:
+    main_parser = argparse.ArgumentParser(
+        prog="python -m annotated_transformer.benchmark",
+        description="Measure speed, against references in the same run: 'train' (tokens/s, MFU, peak memory "
+        "of the book's code against its fast path and torch.nn.Transformer), 'decode' (sentences/s of our "
+        "decoding against CTranslate2 on the same weights), 'cache' (the key/value cache against "
+        "recomputation). Prints a table; -o also writes the numbers as JSON.")
+    modes = main_parser.add_subparsers(dest="mode", required=True, metavar="MODE")
+    train, decode, cache = _train_options(modes), _decode_options(modes), _cache_options(modes)
     for mode in (train, decode):
         mode.add_argument("--data-dir", type=Path, metavar="DIR",
                           help="data directory (default: $AT_DATA_DIR, else the download cache)")

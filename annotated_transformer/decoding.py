@@ -112,6 +112,35 @@ class Hypothesis:
 
 
 @torch.no_grad()
+def must_go_on(done_scores: list[float], best_alive: float, limit: int, k: int, n_best: int, alpha: float) -> bool:
+    """Whether a sentence's search continues: it has fewer than ``k`` finished hypotheses, and an unfinished
+    one could still beat its ``n_best``-th best finished one. Log-probabilities only fall as tokens are
+    added, and the length penalty grows at most to lp(limit), so ``best_alive / lp(limit)`` bounds them."""
+    done = sorted(done_scores, reverse=True)
+    if len(done) >= k:
+        return False
+    return len(done) < n_best or done[n_best - 1] < best_alive / length_penalty(limit, alpha)
+
+
+def best_extensions(beam_log_probs, log_probs, k: int, eos: int):
+    """The 2k best one-token extensions of each sentence's k hypotheses, best first: (log-probabilities,
+    beam, token), and which of the k that continue (the best that do not end in <eos>) as an index."""
+    n, vocab = beam_log_probs.size(0), log_probs.size(-1)
+    candidates = (beam_log_probs.unsqueeze(-1) + log_probs.view(n, k, vocab)).view(n, k * vocab)
+    top_log_probs, top_index = candidates.topk(min(2 * k, k * vocab), dim=1)  # (n, 2k)
+    top_token = top_index % vocab
+    # At most k of the 2k are <eos> (one per beam), so at least k others remain to continue.
+    order = (torch.arange(top_index.size(1), device=log_probs.device) + (top_token == eos) * (2 * k)).argsort(dim=1)
+    return top_log_probs, top_index // vocab, top_token, order[:, :k]
+
+
+def drop_rows(keep: list[int], k: int, *tensors):
+    """The rows of the sentences in ``keep`` (k consecutive rows per sentence), of each tensor."""
+    block = torch.tensor(keep, dtype=torch.long, device=tensors[0].device)
+    rows = (block.unsqueeze(1) * k + torch.arange(k, device=block.device)).view(-1)
+    return [t[rows] for t in tensors]
+
+
 def beam_search(model, src, src_mask, beam_size: int, alpha: float, max_len, bos: int, eos: int, pad: int,
                 n_best: int = 1, incremental: bool = True) -> list[list[Hypothesis]]:
     """Batched beam search with the GNMT length penalty; the ``n_best`` best hypotheses of each sentence.
@@ -144,18 +173,11 @@ def beam_search(model, src, src_mask, beam_size: int, alpha: float, max_len, bos
         step += 1
         n = len(active)
         log_probs = next_log_probs(model, memory, src_mask, ys, cache, banned=(pad, bos))  # (n * k, vocab)
-        vocab = log_probs.size(-1)
-        candidates = (beam_log_probs.unsqueeze(-1) + log_probs.view(n, k, vocab)).view(n, k * vocab)
-        top_log_probs, top_index = candidates.topk(min(2 * k, k * vocab), dim=1)  # (n, 2k), best first
-        top_beam, top_token = top_index // vocab, top_index % vocab
-        is_eos = top_token == eos
-        # An <eos> among the k best candidates ends a hypothesis (at most k of the 2k candidates are <eos>,
-        # one per beam, so at least k others remain to continue).
-        for i, j in (is_eos[:, :k] & (top_log_probs[:, :k] > float("-inf"))).nonzero().tolist():
+        top_log_probs, top_beam, top_token, order = best_extensions(beam_log_probs, log_probs, k, eos)
+        # An <eos> among the k best candidates ends a hypothesis; the k best others continue.
+        for i, j in ((top_token[:, :k] == eos) & (top_log_probs[:, :k] > float("-inf"))).nonzero().tolist():
             row = i * k + top_beam[i, j].item()
             finish(active[i], ys[row, 1:].tolist() + [eos], top_log_probs[i, j].item())
-        # The k best candidates that are not <eos> continue.
-        order = (torch.arange(top_index.size(1), device=device) + is_eos * (2 * k)).argsort(dim=1)[:, :k]
         beam_log_probs = top_log_probs.gather(1, order)  # (n, k)
         rows = (torch.arange(n, device=device).unsqueeze(1) * k + top_beam.gather(1, order)).view(-1)
         ys = torch.cat([ys[rows], top_token.gather(1, order).view(-1, 1)], dim=1)  # (n * k, step + 1)
@@ -165,21 +187,12 @@ def beam_search(model, src, src_mask, beam_size: int, alpha: float, max_len, bos
             if step >= limits[sentence]:  # length limit: the unfinished hypotheses end here
                 for j in range(k):
                     finish(sentence, ys[i * k + j, 1:].tolist(), beam_log_probs[i, j].item())
-                continue
-            done = sorted(h.score for h in finished[sentence])[::-1]
-            if len(done) >= k:
-                continue
-            best_possible = best_alive[i] / length_penalty(limits[sentence], alpha)
-            if len(done) >= n_best and done[n_best - 1] >= best_possible:
-                continue  # log-probabilities only fall and lp grows at most to lp(limit): nothing can win
-            keep.append(i)
+            elif must_go_on([h.score for h in finished[sentence]], best_alive[i], limits[sentence], k, n_best, alpha):
+                keep.append(i)
         if len(keep) < n:  # drop finished sentences from the batch
-            block = torch.tensor(keep, dtype=torch.long, device=device)
-            rows_kept = (block.unsqueeze(1) * k + torch.arange(k, device=device)).view(-1)
             active = [active[i] for i in keep]
-            beam_log_probs, ys = beam_log_probs[block], ys[rows_kept]
-            memory, src_mask = memory[rows_kept], src_mask[rows_kept]
-            rows = rows[rows_kept]
+            beam_log_probs = beam_log_probs[torch.tensor(keep, dtype=torch.long, device=device)]
+            ys, memory, src_mask, rows = drop_rows(keep, k, ys, memory, src_mask, rows)
             if cache is not None:
                 for _, cross in cache:
                     cross.select(rows)

@@ -275,8 +275,7 @@ def parse_and_score(model, sp, gold: list[Tree], beam: int, alpha: float, max_ex
             "beam": beam, "alpha": alpha, "max_extra": max_extra, "outputs": outputs}
 
 
-@command
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m annotated_transformer.parsing",
         description="English constituency parsing as translation (§6.3): train the package's Transformer on "
@@ -306,7 +305,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data-dir", type=Path, metavar="DIR", help="folder with ptb/treebank.zip")
     add_device_option(parser)
     add_progress_option(parser)
-    args = parser.parse_args(argv)
+    return parser
+
+
+@command
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     if args.max_steps < 1 or args.limit < 0 or args.beam_size < 1 or args.max_extra < 0:
         raise ValueError("--max-steps and --beam-size must be positive, --limit and --max-extra at least 0")
     if not 0 < args.train_fraction <= 1:

@@ -62,8 +62,7 @@ def run_row(row: str, seed: int, scale: str, run: RunConfig, runs_dir: Path, pro
             "bleu_sentences": summary["sentences"], "train_minutes": summary["train_minutes"]}
 
 
-@command
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m annotated_transformer.variations",
         description="Train the rows of Table 3 (§6.2) at a reduced scale on Multi30k EN->DE: each row's change "
@@ -96,7 +95,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bf16", action=argparse.BooleanOptionalAction, default=True,
                         help="bf16 autocast on GPUs (default: on)")
     add_progress_option(parser)
-    args = parser.parse_args(argv)
+    return parser
+
+
+@command
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     scale_run = TABLE3_SCALES[args.scale]["run"]
     if args.max_steps is None:
         args.max_steps = scale_run.max_steps

@@ -110,3 +110,11 @@ def test_every_setting_and_preset_is_defined_in_config():
                 t.id for t in getattr(node, "targets", []) if isinstance(t, ast.Name)]
             defined.update({target: name for target in targets if target in settings})
     assert defined == dict.fromkeys(settings, "config")
+
+
+def test_functions_stay_short_and_the_loop_module_small():
+    long = [f"{name}.{node.name}: {node.end_lineno - node.lineno + 1} lines" for name, tree in TREES.items()
+            for node in ast.walk(tree)
+            if isinstance(node, ast.FunctionDef) and node.end_lineno - node.lineno + 1 > 60]
+    assert long == []
+    assert len((PACKAGE / "trainer.py").read_text(encoding="utf-8").splitlines()) <= 450
