@@ -21,7 +21,7 @@ from annotated_transformer.checkpoints import (
     run_weights,
     write_atomically,
 )
-from annotated_transformer.cli import add_device_option, add_progress_option, command
+from annotated_transformer.cli import INTERRUPTED, add_device_option, add_progress_option, command
 from annotated_transformer.config import PARSING_MODEL, PARSING_RUN
 from annotated_transformer.decoding import translate_sentences
 from annotated_transformer.scale import at_scale
@@ -332,7 +332,7 @@ def main(argv: list[str] | None = None) -> int:
                               save_every=min(PARSING_RUN.save_every, args.max_steps), device=args.device)
     result = trainer.train(PARSING_MODEL, run, progress=args.progress)
     if result["interrupted"]:
-        return 130
+        return INTERRUPTED
     averaged = run_weights(args.run, average=available_average(args.run, run.average))
     model = result["model"]
     model.load_state_dict(average_checkpoints(averaged))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from annotated_transformer import trainer
 from annotated_transformer.checkpoints import read_json
-from annotated_transformer.cli import add_progress_option, command
+from annotated_transformer.cli import INTERRUPTED, add_progress_option, command
 from annotated_transformer.config import OPTION_ALIASES, RUN_PRESETS, RunConfig, TransformerConfig, option
 from annotated_transformer.copy_task import CopyTask, copy_accuracy, train_copy_task
 from annotated_transformer.scale import at_scale
@@ -151,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     result = trainer.train(model_config, run_config, progress=args.progress)
     if result["rank"] == 0 and not result["interrupted"]:
         translate_and_score(result, run_config, progress=args.progress)
-    return 130 if result["interrupted"] else 0
+    return INTERRUPTED if result["interrupted"] else 0
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ from tqdm import tqdm
 
 from annotated_transformer import trainer
 from annotated_transformer.checkpoints import append_line, trim_torn_line
-from annotated_transformer.cli import add_progress_option, command
+from annotated_transformer.cli import INTERRUPTED, add_progress_option, command
 from annotated_transformer.config import BIG_CHANGES, PRESETS, TABLE3_ROWS, TABLE3_SCALES, RunConfig, TransformerConfig
 from annotated_transformer.model import count_parameters, make_model
 from annotated_transformer.scale import at_scale
@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"{record['parameters'] / 1e6:.2f}M parameters, {record['train_minutes']:.1f} min", flush=True)
     except KeyboardInterrupt:
         print("interrupted: run the same command again to continue", file=sys.stderr)
-        return 130
+        return INTERRUPTED
     return 0
 
 
