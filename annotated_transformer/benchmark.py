@@ -453,7 +453,7 @@ def _cache_options(modes) -> argparse.ArgumentParser:
     return cache
 
 
-def parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
     main_parser = argparse.ArgumentParser(
         prog="python -m annotated_transformer.benchmark",
         description="Measure speed, against references in the same run: 'train' (tokens/s, MFU, peak memory "
@@ -472,9 +472,9 @@ def parser() -> argparse.ArgumentParser:
     return main_parser
 
 
-@command
+@command(also=(RuntimeError, OSError, ImportError))  # no GPU, a worker that failed, a missing package
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    args = build_parser().parse_args(argv)
     if args.mode == "decode" and args.worker:
         print(json.dumps(decode_worker(json.loads(args.worker))))
         return 0
@@ -483,15 +483,10 @@ def main(argv: list[str] | None = None) -> int:
     counts += getattr(args, "batch", []) + getattr(args, "beam_size", [])
     at_least_zero = [getattr(args, name, 0) for name in ("limit", "warmup_steps", "loss_chunk")]
     if min(counts, default=1) < 1 or min(at_least_zero) < 0:
-        print("error: counts and sizes must be positive (--limit, --warmup-steps, --loss-chunk at least 0)",
-              file=sys.stderr)
-        return 2
+        raise ValueError("counts and sizes must be positive (--limit, --warmup-steps, --loss-chunk at least 0)")
     run, show = {"train": (benchmark_training, print_training), "decode": (benchmark_decoding, print_decoding),
                  "cache": (time_cache, print_cache)}[args.mode]
-    try:
-        report = run(args)
-    except (RuntimeError, OSError, ImportError) as error:  # no GPU, a worker that failed, a missing package
-        raise ValueError(str(error)) from None
+    report = run(args)
     report["command"] = "python -m annotated_transformer.benchmark " + " ".join(sys.argv[1:] if argv is None else argv)
     show(report)
     if args.output:

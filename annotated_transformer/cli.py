@@ -20,9 +20,13 @@ from annotated_transformer.data import DataError
 BAD_INPUT, INTERRUPTED = 2, 130  # 130 = 128 + SIGINT, what shells report for a program stopped by Ctrl-C
 
 
-def command(main):
-    """Wrap a command's ``main(argv) -> exit status``: a data, checkpoint or value error prints ``error: ...``
-    and returns 2; Ctrl-C returns 130 (the training loop catches it first, to save)."""
+def command(main=None, *, also: tuple = ()):
+    """Wrap a command's ``main(argv) -> exit status``: a data, checkpoint or value error, or one of the
+    failures ``also`` names as expected of that command, prints ``error: ...`` and returns 2; Ctrl-C returns
+    130 (the training loop catches it first, to save). Use as ``@command`` or ``@command(also=(OSError,))``."""
+    if main is None:
+        return functools.partial(command, also=also)
+
     @functools.wraps(main)
     def run(argv: list[str] | None = None) -> int:
         try:
@@ -31,7 +35,7 @@ def command(main):
             print("interrupted (Ctrl-C); run the same command again to start over (training resumes from its "
                   "last checkpoint)", file=sys.stderr)
             return INTERRUPTED
-        except (DataError, CheckpointError, ValueError) as error:
+        except (DataError, CheckpointError, ValueError, *also) as error:
             print(f"error: {error}", file=sys.stderr)
             return BAD_INPUT
 

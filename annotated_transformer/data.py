@@ -18,6 +18,7 @@ from pathlib import Path
 
 import torch
 
+from annotated_transformer.checkpoints import write_atomically
 from annotated_transformer.layers import subsequent_mask
 
 # --- from book/09_copy_task.md ---
@@ -320,11 +321,7 @@ def train_shared_vocab(pairs: Sequence[tuple[str, str]], vocab_size: int, cache_
 
     path = Path(cache_dir) / vocab_file(pairs, vocab_size, max_sentences)
     if not path.is_file():
-        model = train_vocab(pairs, vocab_size, max_sentences)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_bytes(model)
-        tmp.replace(path)
+        write_atomically(path, train_vocab(pairs, vocab_size, max_sentences))
     return spm.SentencePieceProcessor(model_file=str(path))
 
 

@@ -10,7 +10,7 @@ from annotated_transformer.checkpoints import export_model
 from annotated_transformer.cli import check_writable, command
 
 
-@command
+@command(also=(OSError, ImportError))  # a full disk; CTranslate2 not installed
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m annotated_transformer.export",
@@ -29,12 +29,9 @@ def main(argv: list[str] | None = None) -> int:
                         "translate with ctranslate2.Translator(DIR) on SentencePiece pieces of the run's vocabulary")
     args = parser.parse_args(argv)
     out = args.output or (None if args.ct2 else Path(args.run).with_suffix(".pt"))
-    try:
-        if out is not None:
-            check_writable(out)
-        result = export_model(args.run, out, args.average, args.ct2)
-    except (OSError, ImportError) as error:  # a full disk; CTranslate2 not installed
-        raise ValueError(str(error)) from None
+    if out is not None:
+        check_writable(out)
+    result = export_model(args.run, out, args.average, args.ct2)
     mean = f"the mean of {', '.join(result['checkpoints'])}"
     if out is not None:
         print(f"wrote {out} ({result['megabytes']:.1f} MB): {mean}")
