@@ -272,7 +272,7 @@ def test_a_failed_download_keeps_folders_that_were_there(tmp_path, monkeypatch):
     assert sorted(p.name for p in (tmp_path / "data").iterdir()) == ["notes"]
 
 
-def test_the_vocabulary_cache_is_untouched_by_the_refactoring(synthetic_pairs, tmp_path):
+def test_the_cached_vocabulary_is_named_by_its_fingerprint_and_reused(synthetic_pairs, tmp_path):
     pairs = synthetic_pairs(200, 0)
     sp = data.train_shared_vocab(pairs, 60, tmp_path)
     (path,) = tmp_path.glob("*.model")
