@@ -3,9 +3,10 @@
 Every chapter ``book/NN_name.md`` is a MyST Markdown notebook. A code cell whose first line is
 ``# export: NAME`` is appended, in chapter order, to ``annotated_transformer/NAME.py``; all other
 cells are the chapter's demonstrations. A module may grow over several chapters: the top-level
-imports of all its cells are gathered, deduplicated and sorted into one block at the top of the
-module (after its docstring), so each chapter's cell imports what it uses where the reader sees it;
-an import of the module itself (a later chapter using what an earlier one defined there) is dropped.
+imports of all its cells are gathered into one block at the top of the module (after its docstring),
+merged and ordered by ruff's isort rules, so each chapter's cell imports what it uses where the
+reader sees it; an import of the module itself (a later chapter using what an earlier one defined
+there) is dropped.
 Each chapter also has an ``.ipynb`` twin with the same cells and no outputs, for people who prefer
 to open notebooks in Jupyter. Saving a paired notebook from Jupyter writes outputs into the twin and a
 ``jupytext_version`` line into the chapter's header; ``export`` removes both, so that running the
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import ast
 import re
+import subprocess
 import sys
 import textwrap
 from dataclasses import dataclass
@@ -70,8 +72,6 @@ def exported_cells(root: Path) -> list[ExportedCell]:
     return cells
 
 
-FIRST_PARTY = PACKAGE
-
 
 def _split_imports(source: str, where: str) -> tuple[str, list[ast.stmt], str]:
     """(docstring, top-level import statements, the rest) of one exported cell."""
@@ -94,53 +94,17 @@ def _split_imports(source: str, where: str) -> tuple[str, list[ast.stmt], str]:
     return docstring, imports, re.sub(r"\n{4,}", "\n\n\n", rest).strip("\n")
 
 
-def _section(module: str) -> int:
-    top = module.split(".")[0]
-    if top == "__future__":
-        return 0
-    if top in sys.stdlib_module_names:
-        return 1
-    return 3 if top == FIRST_PARTY else 2
-
-
-def _member_key(name: str) -> tuple:
-    kind = 0 if name.isupper() and len(name) > 1 else 1 if name[:1].isupper() else 2  # CONSTANT, Class, function
-    return kind, name.lower(), name
-
-
-def _from_line(module: str, names: list[str]) -> str:
-    line = f"from {module} import {', '.join(names)}"
-    if len(line) <= 120:
-        return line
-    return f"from {module} import (\n" + "".join(f"    {n},\n" for n in names) + ")"
-
-
-def sort_imports(nodes: list[ast.stmt]) -> str:
-    """One import block in the order ruff's isort rules expect: sections, then ``import``, then ``from``."""
-    plain, from_names = set(), {}
-    for node in nodes:
-        if isinstance(node, ast.Import):
-            plain.update((a.name, a.asname) for a in node.names)
-        else:
-            module = "." * node.level + (node.module or "")
-            for a in node.names:
-                from_names.setdefault(module, set()).add((a.name, a.asname))
-    blocks = []
-    for section in range(4):
-        lines = [f"import {name}" + (f" as {alias}" if alias else "")
-                 for name, alias in sorted(plain, key=lambda p: (p[0].lower(), p[0], p[1] or ""))
-                 if _section(name) == section]
-        for module in sorted((m for m in from_names if _section(m) == section), key=lambda m: (m.lower(), m)):
-            members = from_names[module]
-            statements = [[f"{n} as {a}"] for n, a in members if a]
-            plain_members = sorted((n for n, a in members if not a), key=_member_key)
-            if plain_members:
-                statements.append(plain_members)
-            statements.sort(key=lambda names: _member_key(names[0].split(" as ")[0]))
-            lines += [_from_line(module, names) for names in statements]
-        if lines:
-            blocks.append("\n".join(lines))
-    return "\n\n".join(blocks)
+def sort_imports(text: str) -> str:
+    """``text`` with its import block merged, ordered and spaced by ruff's isort rules, which ``make check``
+    then enforces: the project's line length, the package as first party."""
+    command = [sys.executable, "-m", "ruff", "check", "--select", "I", "--fix", "--exit-zero", "--quiet",
+               "--line-length", "120", "--config", f"lint.isort.known-first-party = ['{PACKAGE}']",
+               "--stdin-filename", "module.py", "-"]
+    try:
+        done = subprocess.run(command, input=text, capture_output=True, text=True, check=True)
+    except (OSError, subprocess.CalledProcessError) as error:
+        raise ValueError(f"ordering the imports needs ruff (pip install -e '.[dev]'): {error}") from None
+    return done.stdout
 
 
 def render_modules(root: Path) -> dict[str, str]:
@@ -173,12 +137,9 @@ def render_modules(root: Path) -> dict[str, str]:
             if text:
                 parts.append(text)
         body = "\n\n\n".join(parts)
-        top = "\n".join(part for part in (docstring, sort_imports(imports)) if part)
-        if top:  # like isort: two blank lines before a definition, one before any other statement
-            code = [line for line in body.split("\n") if line.strip() and not line.startswith("#")]
-            definition = bool(code) and code[0].startswith(("def ", "class ", "@", "async def "))
-            top += "\n\n\n" if definition or not imports else "\n\n"
-        modules[filename] = header + "\n" + top + body + "\n"
+        block = "\n".join(dict.fromkeys(ast.unparse(node) for node in imports))  # ruff merges and orders it
+        top = "\n".join(part for part in (docstring, block) if part)
+        modules[filename] = sort_imports(header + "\n" + top + ("\n\n\n" if top else "") + body + "\n")
     return modules
 
 

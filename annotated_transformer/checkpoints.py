@@ -96,7 +96,7 @@ def load_checkpoint(path: Path) -> dict:
             advice = "Delete it to resume from the previous checkpoint in the same folder."
         else:
             advice = ("Name a checkpoint in a run folder's checkpoints/ or a model file written by python -m "
-                      "annotated_transformer.export; if this is one, it was damaged in copying: copy it again.")
+                      "annotated_transformer.bundle; if this is one, it was damaged in copying: copy it again.")
         raise CheckpointError(f"{path} is truncated, corrupt or not a checkpoint, and cannot be loaded "
                               f"({type(error).__name__}: {reason}). {advice}") from None
 
@@ -118,8 +118,8 @@ def latest_checkpoint(out_dir: Path) -> Path | None:
 
 
 # Settings that may change when a run resumes: they do not alter what was trained so far.
-AFTER_TRAINING = ("max_steps", "max_minutes", "eval_batch_tokens", "average", "beam_size", "alpha", "data_dir",
-                  "compile", "loss_chunk_tokens", "log_every", "device", "out_dir")
+AFTER_TRAINING = ("max_steps", "max_minutes", "eval_batch_tokens", "average", "beam_size", "alpha", "max_extra",
+                  "data_dir", "compile", "loss_chunk_tokens", "log_every", "device", "out_dir")
 
 
 class RunLock:
@@ -156,7 +156,7 @@ def check_same_run(out_dir: Path, saved: dict | None, settings: dict) -> None:
                    if saved.get(part, {}).get(k) != settings[part][k] and k not in AFTER_TRAINING]
         if differs:
             raise ValueError(f"{out_dir} holds a run with different settings ({', '.join(differs)}); "
-                             "use another --out-dir, or delete the folder to start over")
+                             "use another --run, or delete the folder to start over")
 
 
 def check_same_data(out_dir: Path, saved: dict | None, vocabulary: str) -> None:
@@ -232,13 +232,13 @@ def available_average(run: Path, wanted: int) -> int:
     return max(min(wanted, len(checkpoints(run))), 1)
 
 
-MODEL_FILE_FORMAT = "annotated-transformer-model/1"  # a self-contained model file, written by `export`
+MODEL_FILE_FORMAT = "annotated-transformer-model/1"  # a self-contained model file, written by `bundle`
 
 
 def load_model(paths: list[Path], device: str = "cpu"):
     """The model (in eval mode, averaged over ``paths``), its vocabulary and the run's settings.
 
-    ``paths`` are checkpoints of one run folder, or a single model file written by ``export``."""
+    ``paths`` are checkpoints of one run folder, or a single model file written by ``bundle``."""
     import sentencepiece as spm
 
     last = load_checkpoint(paths[-1])  # each file is read once
@@ -256,7 +256,7 @@ def load_model(paths: list[Path], device: str = "cpu"):
         raise CheckpointError(
             f"{paths[-1]} needs its run folder: its vocabulary is read from {vocab_dir}, which holds "
             f"{len(vocabularies)} SentencePiece models instead of one. Use the checkpoint where training wrote "
-            "it (--run RUN), or share one self-contained file made by python -m annotated_transformer.export")
+            "it (--run RUN), or share one self-contained file made by python -m annotated_transformer.bundle")
     sp = spm.SentencePieceProcessor(model_file=str(vocabularies[0]))
     return model.to(device).eval(), sp, settings
 
@@ -269,7 +269,7 @@ def write_model_file(out: Path, model, sp, settings: dict, checkpoints: list[str
                                 "checkpoints": checkpoints})
 
 
-def export_model(run: Path, out: Path | None, average: int | None = None, ct2: Path | None = None) -> dict:
+def bundle_run(run: Path, out: Path | None, average: int | None = None, ct2: Path | None = None) -> dict:
     """Write ``run``'s model (the mean of its last ``average`` checkpoints; default: as many as the run's
     own setting and its checkpoints allow) with its configuration and vocabulary into the file ``out``,
     and/or as a CTranslate2 model into the folder ``ct2`` (the performance chapter)."""
@@ -280,7 +280,7 @@ def export_model(run: Path, out: Path | None, average: int | None = None, ct2: P
         write_model_file(out, model, sp, settings, result["checkpoints"])
         result["megabytes"] = Path(out).stat().st_size / 2**20
     if ct2 is not None:
-        from annotated_transformer.ct2 import export_ctranslate2
+        from annotated_transformer.ct2 import write_ctranslate2
 
-        export_ctranslate2(model, sp, ct2)
+        write_ctranslate2(model, sp, ct2)
     return result

@@ -9,28 +9,31 @@ import os
 import re
 import sys
 import tempfile
+from dataclasses import fields
 from pathlib import Path
 
 from annotated_transformer import trainer
 from annotated_transformer.checkpoints import CheckpointError, load_model, run_weights
-from annotated_transformer.config import RUN_PRESETS, RunConfig
+from annotated_transformer.config import DECODE_HELP, OPTION_ALIASES, PAPER_DECODING, RUN_PRESETS, DecodeConfig, option
 from annotated_transformer.data import DataError
 
 # --- from book/12_training_loop.md ---
 BAD_INPUT, INTERRUPTED = 2, 130  # 130 = 128 + SIGINT, what shells report for a program stopped by Ctrl-C
 
 
-def command(main=None, *, also: tuple = ()):
-    """Wrap a command's ``main(argv) -> exit status``: a data, checkpoint or value error, or one of the
-    failures ``also`` names as expected of that command, prints ``error: ...`` and returns 2; Ctrl-C returns
-    130 (the training loop catches it first, to save). Use as ``@command`` or ``@command(also=(OSError,))``."""
+def command(main=None, *, parser=None, also: tuple = ()):
+    """Make a command's ``main(argv) -> exit status`` from its body. With ``parser`` (a function that builds
+    the argument parser), the body receives the parsed arguments instead of ``argv``. A data, checkpoint or
+    value error, or one of the failures ``also`` names as expected of that command, prints ``error: ...``
+    and returns 2; Ctrl-C returns 130 (the training loop catches it first, to save). Use as ``@command``
+    or ``@command(parser=build_parser, also=(OSError,))``."""
     if main is None:
-        return functools.partial(command, also=also)
+        return functools.partial(command, parser=parser, also=also)
 
     @functools.wraps(main)
     def run(argv: list[str] | None = None) -> int:
         try:
-            return main(argv)
+            return main(argv if parser is None else parser().parse_args(argv))
         except KeyboardInterrupt:
             print("interrupted (Ctrl-C); run the same command again to start over (training resumes from its "
                   "last checkpoint)", file=sys.stderr)
@@ -40,6 +43,21 @@ def command(main=None, *, also: tuple = ()):
             return BAD_INPUT
 
     return run
+
+
+class CommandParser(argparse.ArgumentParser):
+    """An argument parser that answers an unknown option with the list of valid ones."""
+
+    def error(self, message):
+        if "unrecognized arguments" in message:
+            valid = sorted(o for a in self._actions for o in a.option_strings if o.startswith("--"))
+            message += "\nvalid options: " + " ".join(valid)
+        super().error(message)
+
+
+def command_parser(name: str, description: str, **options) -> CommandParser:
+    """The parser of ``python -m annotated_transformer.NAME``."""
+    return CommandParser(prog=f"python -m annotated_transformer.{name}", description=description, **options)
 
 
 def add_device_option(parser) -> None:
@@ -52,36 +70,60 @@ def add_progress_option(parser) -> None:
                         help="progress bars on standard error, or plain lines with --no-progress (default: on)")
 
 
+def add_run_option(parser, default: str = RUN_PRESETS["multi30k"][1].out_dir) -> None:
+    """``--run``, the run folder: ``train`` writes it (there it is the ``out_dir`` setting), the others read it."""
+    parser.add_argument("--run", "--out-dir", type=Path, default=Path(default), metavar="DIR",
+                        help="run folder written by annotated_transformer.train (default: %(default)s)")
+
+
 # --- from book/14_results.md ---
-def add_model_arguments(parser: argparse.ArgumentParser, batches: bool = True) -> None:
-    """Options shared by ``translate``, ``evaluate`` and ``visualize``: which weights, and how to decode
-    (``batches``: and how many sentences at once). Each has the name (and aliases) of ``train``'s setting."""
-    run = RunConfig()
-    group = parser.add_argument_group("model and decoding")
-    group.add_argument("--run", "--out-dir", type=Path, default=Path(RUN_PRESETS["multi30k"][1].out_dir),
-                       metavar="DIR", help="run folder written by annotated_transformer.train (default: %(default)s)")
+def add_weights_options(group) -> None:
+    """--run, --checkpoint, --average: which weights of which run (see ``run_weights``)."""
+    add_run_option(group)
     group.add_argument("--checkpoint", type=Path, metavar="FILE",
-                       help="one checkpoint of a run, or a model file written by annotated_transformer.export "
+                       help="one checkpoint of a run, or a model file written by annotated_transformer.bundle "
                        "(default: the run's last checkpoint)")
     group.add_argument("--average", type=int, metavar="N",
                        help="average the weights of the run's last N checkpoints (default: the run's own "
                        "setting, as the main job did: 5 for the multi30k and base presets, 20 for big)")
-    group.add_argument("--beam-size", "--beam", type=int, default=run.beam_size, metavar="K",
-                       help="beam size; 1 is greedy decoding (default: %(default)s)")
-    group.add_argument("--alpha", "--lenpen", type=float, default=run.alpha, metavar="X",
-                       help="length penalty α (default: %(default)s)")
-    group.add_argument("--max-extra", type=int, default=50, metavar="N",
-                       help="outputs may be this many tokens longer than the source (default: %(default)s)")
-    if batches:
-        group.add_argument("--eval-batch-tokens", type=int, default=run.eval_batch_tokens, metavar="N",
-                           help="source tokens per batch times the beam size (default: %(default)s)")
+
+
+def add_decoding_options(group, defaults: DecodeConfig = PAPER_DECODING, batches: bool = True,
+                         several_beams: bool = False) -> None:
+    """The options of ``DecodeConfig``, under the names (and aliases) of ``train``'s settings; ``batches``:
+    also how many sentences go into one batch; ``several_beams``: --beam-size takes a list of sizes."""
+    for name, kind, metavar in (("beam_size", int, "K"), ("alpha", float, "X"), ("max_extra", int, "N"),
+                                ("eval_batch_tokens", int, "N")):
+        if name == "eval_batch_tokens" and not batches:
+            continue
+        default, more = getattr(defaults, name), {}
+        if name == "beam_size" and several_beams:
+            default, more = [1, default], {"nargs": "+"}
+        group.add_argument(option(name), *OPTION_ALIASES.get(name, ()), type=kind, default=default, metavar=metavar,
+                           help=f"{DECODE_HELP[name]} (default: {' '.join(map(str, default)) if more else default})",
+                           **more)
+
+
+def decoding_from_args(args, beam_size: int | None = None) -> DecodeConfig:
+    """The decoding settings the options of ``add_decoding_options`` give (with ``beam_size`` instead of
+    theirs, for a command that tries several)."""
+    given = {f.name: getattr(args, f.name) for f in fields(DecodeConfig) if hasattr(args, f.name)}
+    return DecodeConfig(**given).replace(beam_size=beam_size) if beam_size else DecodeConfig(**given)
+
+
+def add_model_arguments(parser: argparse.ArgumentParser, batches: bool = True) -> None:
+    """Options shared by ``translate``, ``evaluate`` and ``visualize``: which weights, and how to decode
+    (``batches``: and how many sentences at once)."""
+    group = parser.add_argument_group("model and decoding")
+    add_weights_options(group)
+    add_decoding_options(group, batches=batches)
     add_device_option(group)
     add_progress_option(group)
 
 
 def model_from_args(args):
-    if args.beam_size < 1 or args.alpha < 0 or args.max_extra < 0 or getattr(args, "eval_batch_tokens", 1) < 1:
-        raise ValueError("--beam-size and --eval-batch-tokens must be positive, --alpha and --max-extra at least 0")
+    """The model, its vocabulary and run settings, the checkpoints read and the device the options name."""
+    decoding_from_args(args)  # a bad decoding option is refused before the model loads
     if args.average is not None and args.average < 1:
         raise ValueError(f"--average must be at least 1 (1: no averaging), got {args.average}")
     paths = run_weights(args.run, args.checkpoint, args.average)

@@ -13,9 +13,12 @@ def setting(default, help: str):
     return field(default=default, metadata={"help": help})
 
 
+OPTION_NAMES = {"out_dir": "--run"}  # settings whose option is not their field's name
+
+
 def option(name: str) -> str:
     """The command-line option of a setting (``max_steps`` is ``--max-steps``): errors name it that way."""
-    return "--" + name.replace("_", "-")
+    return OPTION_NAMES.get(name, "--" + name.replace("_", "-"))
 
 
 def checked_replace(config, **changes):
@@ -132,6 +135,32 @@ COPY_MODEL = TransformerConfig(vocab_size=13, n_layers=2, d_model=64, d_ff=256, 
 
 # --- from book/12_training_loop.md ---
 @dataclass(frozen=True)
+class DecodeConfig:
+    """How a trained model translates (§6.1)."""
+
+    beam_size: int = setting(4, "beam size (§6.1: 4); 1 is greedy decoding")
+    alpha: float = setting(0.6, "length penalty α of the beam search (§6.1: 0.6)")
+    max_extra: int = setting(50, "outputs may be this many tokens longer than their source (§6.1: 50)")
+    eval_batch_tokens: int = setting(6000, "source tokens times the beam size per batch when translating")
+
+    def __post_init__(self):
+        for name, least in (("beam_size", 1), ("eval_batch_tokens", 1), ("max_extra", 0)):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < least:
+                raise ValueError(f"{option(name)} must be an integer of at least {least}, got {value!r}")
+        if not self.alpha >= 0:
+            raise ValueError(f"--alpha must be at least 0, got {self.alpha!r}")
+
+    def replace(self, **changes) -> "DecodeConfig":
+        return checked_replace(self, **changes)
+
+
+PAPER_DECODING = DecodeConfig()  # §6.1's settings, the default of every function that translates
+
+DECODE_HELP = {f.name: f.metadata["help"] for f in fields(DecodeConfig)}
+
+
+@dataclass(frozen=True)
 class RunConfig:
     """Everything about a training run that is not the model itself."""
 
@@ -165,26 +194,33 @@ class RunConfig:
     compile: bool = setting(False, "torch.compile the model, for all sentence lengths at once (pays on GPUs; "
                             "on a CPU it only adds a minute of compiling: see the performance chapter)")
     out_dir: str = setting("runs/multi30k-en-de", "run folder: configuration, vocabulary, metrics, checkpoints")
-    eval_batch_tokens: int = setting(6000, "source tokens times the beam size per batch when translating")
     average: int = setting(1, "translate the test split with the mean weights of the last N checkpoints (§6.1)")
-    beam_size: int = setting(4, "beam size for the test split (§6.1: 4); 1 is greedy decoding")
-    alpha: float = setting(0.6, "length penalty α of that beam search (§6.1: 0.6)")
+    # How the test split is translated: the fields of DecodeConfig, with its defaults and help.
+    beam_size: int = setting(DecodeConfig.beam_size, DECODE_HELP["beam_size"])
+    alpha: float = setting(DecodeConfig.alpha, DECODE_HELP["alpha"])
+    max_extra: int = setting(DecodeConfig.max_extra, DECODE_HELP["max_extra"])
+    eval_batch_tokens: int = setting(DecodeConfig.eval_batch_tokens, DECODE_HELP["eval_batch_tokens"])
 
     def __post_init__(self):
         positive = ("batch_tokens", "accumulate", "warmup", "max_steps", "valid_every", "keep_checkpoints",
-                    "log_every", "eval_batch_tokens", "max_sentence_tokens", "beam_size", "average")
+                    "log_every", "max_sentence_tokens", "average")
         for name in (*positive, "save_every", "max_train_pairs", "loss_chunk_tokens"):
             value, least = getattr(self, name), 1 if name in positive else 0
             if not isinstance(value, int) or isinstance(value, bool) or value < least:
                 raise ValueError(f"{option(name)} must be an integer of at least {least}, got {value!r}")
-        if self.lr_factor <= 0 or min(self.max_minutes, self.save_every_minutes, self.alpha) < 0:
-            raise ValueError("--lr-factor must be positive; --max-minutes, --save-every-minutes and --alpha at least 0")
+        if self.lr_factor <= 0 or min(self.max_minutes, self.save_every_minutes) < 0:
+            raise ValueError("--lr-factor must be positive; --max-minutes and --save-every-minutes at least 0")
+        _ = self.decoding  # DecodeConfig checks its own settings
         if not self.save_every and not self.save_every_minutes:
             raise ValueError("checkpoints need a schedule: set --save-every (updates) or --save-every-minutes")
         object.__setattr__(self, "out_dir", os.path.normpath(self.out_dir))  # "runs/x/" is the run "runs/x"
         if self.keep_checkpoints < self.average:
             raise ValueError(f"--keep-checkpoints {self.keep_checkpoints} keeps fewer checkpoints than the "
                              f"{self.average} to --average")
+
+    @property
+    def decoding(self) -> DecodeConfig:
+        return DecodeConfig(**{f.name: getattr(self, f.name) for f in fields(DecodeConfig)})
 
     def replace(self, **changes) -> "RunConfig":
         return checked_replace(self, **changes)
@@ -203,7 +239,7 @@ TABLE3_RUN = PAPER_RUN.replace(test_split="dev", average=1)  # §6.2: newstest20
 
 # Each setting has one option name in every command (train, translate, evaluate, visualize); the names
 # fairseq users know are accepted as well.
-OPTION_ALIASES = {"out_dir": ("--run",), "batch_tokens": ("--max-tokens",), "accumulate": ("--update-freq",),
+OPTION_ALIASES = {"out_dir": ("--out-dir",), "batch_tokens": ("--max-tokens",), "accumulate": ("--update-freq",),
                   "beam_size": ("--beam",), "alpha": ("--lenpen",)}
 
 RUN_PRESETS = {
@@ -220,8 +256,8 @@ RUN_PRESETS = {
 # --- from book/17_model_variations.md ---
 # Table 3's protocol: development set (here Multi30k's validation split), beam 4, no checkpoint averaging.
 TABLE3_PROTOCOL = dict(test_split="valid", average=1, keep_checkpoints=1)
-# Each scale divides the paper's widths (d_model, d_ff, d_k, d_v) and its depth, and has one budget for every row.
-TABLE3_SCALES = {
+# Each size divides the paper's widths (d_model, d_ff, d_k, d_v) and its depth, and has one budget for every row.
+TABLE3_SIZES = {
     "quarter": dict(widths=4, depth=2, run=MULTI30K_RUN.replace(
         **TABLE3_PROTOCOL, batch_tokens=1100, warmup=100, lr_factor=0.25, max_steps=400, valid_every=100,
         save_every=100, log_every=25)),
@@ -234,5 +270,5 @@ TABLE3_SCALES = {
 PARSING_MODEL = TransformerConfig(vocab_size=2000, n_layers=4, d_model=256, d_ff=1024, n_heads=4)
 PARSING_RUN = RunConfig(corpus="text", src_lang="words", tgt_lang="tree", max_sentence_tokens=400, batch_tokens=4000,
                         warmup=400, lr_factor=0.5, max_steps=1000, valid_every=100, save_every=100,
-                        save_every_minutes=0, keep_checkpoints=5, average=5, beam_size=21, alpha=1.0,
+                        save_every_minutes=0, keep_checkpoints=5, average=5, beam_size=21, alpha=1.0, max_extra=300,
                         out_dir="runs/ptb-parsing")  # §6.3: α 0.3 (see below)

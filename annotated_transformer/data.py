@@ -132,7 +132,7 @@ CORPORA = ("multi30k", "wmt14", "text")
 
 def _first_existing(candidates: Iterable[tuple[Path, ...]]):
     for files in candidates:
-        if all(f.is_file() for f in files):
+        if files and all(f.is_file() for f in files):
             return files
     return None
 
@@ -166,16 +166,13 @@ def _download(url: str, target: Path) -> None:
             tmp.unlink(missing_ok=True)
 
 
-def _fetch_sacrebleu(test_set: str, src: str, tgt: str, cache_root: Path) -> None:
-    """Let sacreBLEU download a test set into its cache layout under ``cache_root``."""
-    import subprocess
-    import sys
+def _fetch_sacrebleu(test_set: str, src: str, tgt: str) -> tuple[Path, Path]:
+    """sacreBLEU's own copy of a test set, downloaded into its cache ($SACREBLEU, else ~/.sacrebleu) the
+    first time: the paths of the source and of the reference text."""
+    from sacrebleu.utils import get_reference_files, get_source_file
 
-    env = {**os.environ, "SACREBLEU": str(cache_root)}
-    with _tidy_on_failure(cache_root):
-        for side in ("src", "ref"):
-            subprocess.run([sys.executable, "-m", "sacrebleu", "-t", test_set, "-l", f"{src}-{tgt}", "--echo",
-                            side], env=env, check=True, capture_output=True, timeout=600)
+    pair = f"{src}-{tgt}"
+    return Path(get_source_file(test_set, pair)), Path(get_reference_files(test_set, pair)[0])
 
 
 def _fetch_hf_wmt14(config: str, folder: Path) -> None:
@@ -249,13 +246,12 @@ def load_wmt14(split: str, src: str, tgt: str, data_dir: Path) -> list[tuple[str
     found = _first_existing(candidates)
     if found is None:
         try:
-            _fetch_sacrebleu(test_set, src, tgt, root / "sacrebleu-cache")
-            found = _first_existing(candidates[:1])
-        except Exception as error:  # no network, or sacreBLEU refused
+            found = _fetch_sacrebleu(test_set, src, tgt)
+        except (Exception, SystemExit) as error:  # no network (sacreBLEU then exits), or it refused
             raise DataError(
                 f"{name} ({src}-{tgt}) not found under {root} and sacreBLEU could not download it ({error}). With "
-                f"internet access run `SACREBLEU={root / 'sacrebleu-cache'} sacrebleu -t {test_set} -l {src}-{tgt} "
-                f"--echo src > /dev/null` (and --echo ref), which fills {cache}"
+                f"internet access run `sacrebleu -t {test_set} -l {src}-{tgt} --echo src > /dev/null`, which fills "
+                f"sacreBLEU's cache, or put its files {stem}.{src}-{tgt}.src and .ref into {cache}"
             ) from None
     if found[0].suffix == ".sgm":
         src_lines, tgt_lines = read_sgml(found[0]), read_sgml(found[1])

@@ -9,6 +9,7 @@ import torch
 from tqdm import tqdm
 
 from annotated_transformer import data
+from annotated_transformer.config import PAPER_DECODING, DecodeConfig
 from annotated_transformer.layers import subsequent_mask
 
 
@@ -141,23 +142,23 @@ def drop_rows(keep: list[int], k: int, *tensors):
     return [t[rows] for t in tensors]
 
 
-def beam_search(model, src, src_mask, beam_size: int, alpha: float, max_len, bos: int, eos: int, pad: int,
-                n_best: int = 1, incremental: bool = True) -> list[list[Hypothesis]]:
-    """Batched beam search with the GNMT length penalty; the ``n_best`` best hypotheses of each sentence.
+def beam_search(model, src, src_mask, max_len, settings: DecodeConfig = PAPER_DECODING, n_best: int = 1,
+                eos: int = data.EOS, incremental: bool = True) -> list[list[Hypothesis]]:
+    """Batched beam search with the GNMT length penalty; the ``n_best`` best hypotheses of each sentence,
+    with the beam size and α of ``settings``.
 
     max_len: one limit for all sentences or a (batch,) tensor (the paper: source length + 50). A sentence
     stops when it has ``beam_size`` finished hypotheses, when no unfinished one can still beat its
     ``n_best``-th best finished one, or at its length limit.
     """
-    if beam_size < 1 or not 1 <= n_best <= beam_size or alpha < 0:
-        raise ValueError(f"need beam_size >= 1, 1 <= n_best <= beam_size and alpha >= 0; got {beam_size}, "
-                         f"{n_best}, {alpha}")
-    batch, k, device = src.size(0), beam_size, src.device
+    batch, k, alpha, device = src.size(0), settings.beam_size, settings.alpha, src.device
+    if not 1 <= n_best <= k:
+        raise ValueError(f"need 1 <= n_best <= beam size; got n_best {n_best} with beam size {k}")
     limits = torch.as_tensor(max_len, device=device).expand(batch).tolist()
     memory = model.encode(src, src_mask).repeat_interleave(k, dim=0)  # (batch * k, src_len, d_model)
     src_mask = src_mask.repeat_interleave(k, dim=0)
     cache = new_cache(model) if incremental else None
-    ys = torch.full((batch * k, 1), bos, dtype=torch.long, device=device)
+    ys = torch.full((batch * k, 1), data.BOS, dtype=torch.long, device=device)
     beam_log_probs = torch.full((batch, k), float("-inf"), device=device)
     beam_log_probs[:, 0] = 0.0  # one live hypothesis per sentence at the start: <bos>
     active = list(range(batch))  # the sentences still being decoded, in row-block order
@@ -172,7 +173,7 @@ def beam_search(model, src, src_mask, beam_size: int, alpha: float, max_len, bos
     while active:
         step += 1
         n = len(active)
-        log_probs = next_log_probs(model, memory, src_mask, ys, cache, banned=(pad, bos))  # (n * k, vocab)
+        log_probs = next_log_probs(model, memory, src_mask, ys, cache, banned=(data.PAD, data.BOS))  # (n * k, vocab)
         top_log_probs, top_beam, top_token, order = best_extensions(beam_log_probs, log_probs, k, eos)
         # An <eos> among the k best candidates ends a hypothesis; the k best others continue.
         for i, j in ((top_token[:, :k] == eos) & (top_log_probs[:, :k] > float("-inf"))).nonzero().tolist():
@@ -202,49 +203,48 @@ def beam_search(model, src, src_mask, beam_size: int, alpha: float, max_len, bos
     return [sorted(hyps, key=lambda h: -h.score)[:n_best] for hyps in finished]
 
 
-def decoding_batches(ids: list[list[int]], beam_size: int, batch_tokens: int) -> list[list[int]]:
-    """Sentences grouped by length into batches of at most ``batch_tokens`` source tokens times the beam."""
+def decoding_batches(ids: list[list[int]], settings: DecodeConfig) -> list[list[int]]:
+    """Sentences grouped by length into batches of at most ``eval_batch_tokens`` source tokens times the beam."""
     lengths = [len(x) + 1 for x in ids]  # with <eos>
-    return data.TokenBatches(lengths, lengths, max(batch_tokens // beam_size, 1), shuffle=False).epoch(0)
+    per_batch = max(settings.eval_batch_tokens // settings.beam_size, 1)
+    return data.TokenBatches(lengths, lengths, per_batch, shuffle=False).epoch(0)
 
 
 @torch.no_grad()
-def decode_ids(model, ids: list[list[int]], device="cpu", beam_size: int = 4, alpha: float = 0.6,
-               max_extra: int = 50, batch_tokens: int = 6000, progress: bool = False) -> list[list[int]]:
+def decode_ids(model, ids: list[list[int]], device="cpu", settings: DecodeConfig = PAPER_DECODING,
+               progress: bool = False) -> list[list[int]]:
     """The best output (token ids, without <eos>) for each source (token ids, without <eos>); empty sources
     give empty outputs. Each output may be ``max_extra`` tokens longer than its source (§6.1: 50)."""
     model.eval()
     results = [[] for _ in ids]
-    for indices in tqdm(decoding_batches(ids, beam_size, batch_tokens), desc=f"translating (beam {beam_size})",
+    for indices in tqdm(decoding_batches(ids, settings), desc=f"translating (beam {settings.beam_size})",
                         disable=not progress, leave=False):
         indices = [i for i in indices if ids[i]]
         if not indices:
             continue
         src = data.pad_rows([ids[i] + [data.EOS] for i in indices]).to(device)
         src_mask = (src != data.PAD).unsqueeze(-2)
-        limits = src_mask.sum(dim=(1, 2)) + max_extra  # (batch,): each sentence's own length + 50
-        if beam_size == 1:
+        limits = src_mask.sum(dim=(1, 2)) + settings.max_extra  # (batch,): each sentence's own length + 50
+        if settings.beam_size == 1:
             outputs = strip_special(greedy_decode(model, src, src_mask, limits, data.BOS, data.EOS, data.PAD),
                                     data.EOS, data.PAD)
         else:
-            best = beam_search(model, src, src_mask, beam_size, alpha, limits, data.BOS, data.EOS, data.PAD)
+            best = beam_search(model, src, src_mask, limits, settings)
             outputs = [[t for t in hyps[0].tokens if t != data.EOS] for hyps in best]
         for i, tokens in zip(indices, outputs):
             results[i] = tokens
     return results
 
 
-def translate_sentences(model, sp, sentences: list[str], device="cpu", beam_size: int = 4, alpha: float = 0.6,
-              max_extra: int = 50, batch_tokens: int = 6000, progress: bool = False) -> list[str]:
-    """Detokenized translations of ``sentences``, batched by length; ``beam_size`` 1 is greedy decoding.
-
-    batch_tokens: padded source tokens per batch, times the beam size; max_extra: outputs may be this
-    many tokens longer than their source (§6.1: 50). A sentence too long for the model's positions is cut
-    to the longest source that fits, with a warning naming its line (from 1).
+def translate_sentences(model, sp, sentences: list[str], device="cpu", settings: DecodeConfig = PAPER_DECODING,
+                        progress: bool = False) -> list[str]:
+    """Detokenized translations of ``sentences``, batched by length, decoded as ``settings`` say (beam size
+    1 is greedy decoding). A sentence too long for the model's positions is cut to the longest source
+    that fits, with a warning naming its line (from 1).
     """
-    longest = model.src_embed[1].max_len - max_extra - 2  # room for </s> and for the output's <s>
+    longest = model.src_embed[1].max_len - settings.max_extra - 2  # room for </s> and for the output's <s>
     if longest < 1:
-        raise ValueError(f"max_extra={max_extra} leaves no room for a source in the model's "
+        raise ValueError(f"--max-extra {settings.max_extra} leaves no room for a source in the model's "
                          f"{model.src_embed[1].max_len} positions")
     ids = sp.encode(sentences)
     for number, x in enumerate(ids, start=1):
@@ -252,5 +252,5 @@ def translate_sentences(model, sp, sentences: list[str], device="cpu", beam_size
             print(f"warning: line {number} has {len(x)} subword tokens; the model reads at most {longest}, "
                   "so only its beginning is translated", file=sys.stderr)
             ids[number - 1] = x[:longest]
-    outputs = decode_ids(model, ids, device, beam_size, alpha, max_extra, batch_tokens, progress)
+    outputs = decode_ids(model, ids, device, settings, progress)
     return [sp.decode(tokens) for tokens in outputs]

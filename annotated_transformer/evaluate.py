@@ -9,15 +9,14 @@ from pathlib import Path
 
 from annotated_transformer import data
 from annotated_transformer.checkpoints import append_line, trim_torn_line, write_atomically
-from annotated_transformer.cli import add_model_arguments, command, model_from_args
-from annotated_transformer.scoring import TEST_SET_ALIASES, TEST_SETS, evaluate, report
+from annotated_transformer.cli import add_model_arguments, command, command_parser, decoding_from_args, model_from_args
+from annotated_transformer.scoring import TEST_SET_ALIASES, TEST_SETS, evaluate, format_scores
 
 
-@command
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m annotated_transformer.evaluate",
-        description="Translate a named test set with a trained model and score it: sacreBLEU with its "
+def build_parser() -> argparse.ArgumentParser:
+    parser = command_parser(
+        "evaluate",
+        "Translate a named test set with a trained model and score it: sacreBLEU with its "
         "signature (the number to compare across papers), chrF, and the tokenized, compound-split BLEU "
         "the paper reported. Works offline from a local data directory. Scores are appended to "
         "RUN/eval/results.jsonl and the translations written beside it.")
@@ -31,7 +30,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="score only the first N sentences (0: all); the score is filed as NAME.first-N, "
                         "never under the full test set's name")
     add_model_arguments(parser)
-    args = parser.parse_args(argv)
+    return parser
+
+
+@command(parser=build_parser)
+def main(args: argparse.Namespace) -> int:
     if args.limit < 0:
         raise ValueError("--limit must be at least 0")
     model, sp, settings, paths, device = model_from_args(args)
@@ -45,8 +48,8 @@ def main(argv: list[str] | None = None) -> int:
         name, pairs = f"{name}.first-{args.limit}", pairs[: args.limit]
     print(f"{name} {src_lang}->{tgt_lang}: {len(pairs)} sentences, beam {args.beam_size}, alpha {args.alpha}, "
           f"{', '.join(p.name for p in paths)}, on {device}", file=sys.stderr)
-    hypotheses, summary, result = evaluate(model, sp, pairs, tgt_lang, device, args.beam_size, args.alpha,
-                                           args.max_extra, args.eval_batch_tokens, progress=args.progress)
+    hypotheses, summary, result = evaluate(model, sp, pairs, tgt_lang, device, decoding_from_args(args),
+                                           progress=args.progress)
     weights = Path(paths[-1])  # scores go into the run folder, or beside a model file
     out = weights.parent.parent / "eval" if weights.parent.name == "checkpoints" else weights.with_suffix(".eval")
     out.mkdir(exist_ok=True)
@@ -55,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     summary = {"test_set": name, "checkpoints": [p.name for p in paths], **summary}
     trim_torn_line(out / "results.jsonl")
     append_line(out / "results.jsonl", json.dumps(summary))
-    print(report(summary, result))
+    print(format_scores(summary, result))
     print(f"({summary['translate_seconds']} s to translate; translations in {out / (stem + '.hyp')})")
     return 0
 

@@ -21,8 +21,17 @@ from annotated_transformer.checkpoints import (
     run_weights,
     write_atomically,
 )
-from annotated_transformer.cli import INTERRUPTED, add_device_option, add_progress_option, command
-from annotated_transformer.config import PARSING_MODEL, PARSING_RUN
+from annotated_transformer.cli import (
+    INTERRUPTED,
+    add_decoding_options,
+    add_device_option,
+    add_progress_option,
+    add_run_option,
+    command,
+    command_parser,
+    decoding_from_args,
+)
+from annotated_transformer.config import PARSING_MODEL, PARSING_RUN, DecodeConfig
 from annotated_transformer.decoding import translate_sentences
 from annotated_transformer.scale import at_scale
 
@@ -110,7 +119,7 @@ PUNCTUATION = {",", ":", "``", "''", "."}  # evalb (COLLINS.prm) leaves these ou
 EQUIVALENT = {"PRT": "ADVP"}  # and counts these labels as one
 
 
-def words(tree: Tree) -> list[str]:
+def tree_words(tree: Tree) -> list[str]:
     return [leaf.word for leaf in tree.leaves()]
 
 
@@ -243,7 +252,7 @@ def write_corpus(trees: dict[str, list[Tree]], folder: Path, placeholder: str | 
     counts = {}
     for split, numbers in SPLITS.items():
         chosen = [t for n in numbers for t in trees.get(f"wsj_{n:04d}", [])]
-        write_atomically(folder / f"{split}.words", "".join(" ".join(words(t)) + "\n" for t in chosen))
+        write_atomically(folder / f"{split}.words", "".join(" ".join(tree_words(t)) + "\n" for t in chosen))
         write_atomically(folder / f"{split}.tree", "".join(linearize(t, placeholder) + "\n" for t in chosen))
         counts[split] = len(chosen)
     return counts
@@ -263,27 +272,24 @@ def reads_its_input(model, sp, corpus: Path, split: str, batch_tokens: int, devi
                 model, [(other, tgt) for other, (_, tgt) in zip(others, pairs)], batch_tokens, device)}
 
 
-def parse_and_score(model, sp, gold: list[Tree], beam: int, alpha: float, max_extra: int, device="cpu",
-                    progress: bool = False) -> dict:
+def parse_and_score(model, sp, gold: list[Tree], settings: DecodeConfig, device="cpu", progress: bool = False) -> dict:
     """Parse the sentences of ``gold`` (beam search over linearized trees), repair, and score."""
-    outputs = translate_sentences(model, sp, [" ".join(words(t)) for t in gold], device, beam, alpha,
-                                  max_extra=max_extra, progress=progress)
-    repaired = [delinearize(text, len(words(t))) for text, t in zip(outputs, gold)]
+    outputs = translate_sentences(model, sp, [" ".join(tree_words(t)) for t in gold], device, settings, progress)
+    repaired = [delinearize(text, len(tree_words(t))) for text, t in zip(outputs, gold)]
     scores = bracket_scores(gold, [tree for tree, _ in repaired])
-    too_few = sum(sum(map(is_word, text.split())) < len(words(t)) for text, t in zip(outputs, gold))
+    too_few = sum(sum(map(is_word, text.split())) < len(tree_words(t)) for text, t in zip(outputs, gold))
     return {**scores, "sentences": len(gold), "repaired": sum(r for _, r in repaired), "too_few_words": too_few,
-            "beam": beam, "alpha": alpha, "max_extra": max_extra, "outputs": outputs}
+            "beam": settings.beam_size, "alpha": settings.alpha, "max_extra": settings.max_extra, "outputs": outputs}
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m annotated_transformer.parsing",
-        description="English constituency parsing as translation (§6.3): train the package's Transformer on "
+    parser = command_parser(
+        "parsing",
+        "English constituency parsing as translation (§6.3): train the package's Transformer on "
         "NLTK's sample of the WSJ treebank (sentences to linearized trees, split by file), then parse the "
         "held-out files (beam 21 as in the paper, alpha 1.0, up to input length + 300 tokens), repair "
         "ill-formed output and report labeled bracket F1 (evalb conventions). Resumes an interrupted run.")
-    parser.add_argument("--run", "--out-dir", type=Path, default=Path(PARSING_RUN.out_dir), metavar="DIR",
-                        help="run folder (default: %(default)s)")
+    add_run_option(parser, PARSING_RUN.out_dir)
     parser.add_argument("--max-steps", type=int, default=at_scale(smoke=3, laptop=PARSING_RUN.max_steps),
                         metavar="N", help="updates to train (default: %(default)s)")
     parser.add_argument("--split", choices=["test", "valid"], default="test",
@@ -291,12 +297,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "to choose --beam and --alpha (results go to parse-results-valid.json)")
     parser.add_argument("--limit", type=int, default=at_scale(smoke=2, laptop=0), metavar="N",
                         help="parse only the first N sentences of the split (0: all; default: %(default)s)")
-    parser.add_argument("--beam-size", "--beam", type=int, default=PARSING_RUN.beam_size, metavar="K",
-                        help="beam size (default: %(default)s, as §6.3)")
-    parser.add_argument("--alpha", "--lenpen", type=float, default=PARSING_RUN.alpha, metavar="X",
-                        help="length penalty (default: %(default)s; §6.3: 0.3)")
-    parser.add_argument("--max-extra", type=int, default=at_scale(smoke=10, laptop=300), metavar="N",
-                        help="outputs up to input + N tokens (default: %(default)s; §6.3: 300)")
+    # §6.3: beam 21, α 0.3, outputs up to input + 300 tokens; the chapter explains α 1.0
+    add_decoding_options(parser.add_argument_group("parsing"),
+                         PARSING_RUN.decoding.replace(max_extra=at_scale(smoke=10, laptop=PARSING_RUN.max_extra)))
     parser.add_argument("--leaves", choices=["words", "XX"], default="words",
                         help="how the target trees write the words: as themselves (default), or all as XX, as "
                         "Vinyals et al. do (the chapter compares the two)")
@@ -308,11 +311,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-@command
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    if args.max_steps < 1 or args.limit < 0 or args.beam_size < 1 or args.max_extra < 0:
-        raise ValueError("--max-steps and --beam-size must be positive, --limit and --max-extra at least 0")
+@command(parser=build_parser)
+def main(args: argparse.Namespace) -> int:
+    decoding_from_args(args)  # refuses a bad decoding option before any training
+    if args.max_steps < 1 or args.limit < 0:
+        raise ValueError("--max-steps must be positive, --limit at least 0")
     if not 0 < args.train_fraction <= 1:
         raise ValueError(f"--train-fraction must be above 0 and at most 1, got {args.train_fraction}")
     corpus = {"leaves": args.leaves, "train_fraction": args.train_fraction}
@@ -337,8 +340,7 @@ def main(argv: list[str] | None = None) -> int:
     model = result["model"]
     model.load_state_dict(average_checkpoints(averaged))
     gold = [t for n in SPLITS[args.split] for t in trees.get(f"wsj_{n:04d}", [])][: args.limit or None]
-    scores = parse_and_score(model, result["sp"], gold, args.beam_size, args.alpha, args.max_extra,
-                             result["device"], args.progress)
+    scores = parse_and_score(model, result["sp"], gold, decoding_from_args(args), result["device"], args.progress)
     summary = {k: v for k, v in scores.items() if k != "outputs"}
     summary.update(reads_its_input(model, result["sp"], args.run / "corpus", "valid", run.batch_tokens,
                                    result["device"]))

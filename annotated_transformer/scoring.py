@@ -16,6 +16,7 @@ from annotated_transformer.checkpoints import (
     step_of,
     write_atomically,
 )
+from annotated_transformer.config import PAPER_DECODING, DecodeConfig
 from annotated_transformer.decoding import translate_sentences
 
 
@@ -30,8 +31,7 @@ def translate_and_score(result: dict, run_config, progress: bool, max_sentences:
     if len(averaged) > 1:  # the paper's checkpoint averaging (§6.1); training is over, so the weights can go
         result["model"].load_state_dict(average_checkpoints(averaged))
     hypotheses, summary, scores = evaluate(result["model"], result["sp"], test, run_config.tgt_lang, result["device"],
-                                           run_config.beam_size, run_config.alpha,
-                                           batch_tokens=run_config.eval_batch_tokens, progress=progress)
+                                           run_config.decoding, progress=progress)
     write_atomically(out_dir / f"{run_config.test_split}.hyp", "".join(h + "\n" for h in hypotheses))
     summary = {"split": run_config.test_split, "checkpoints": [p.name for p in averaged], **summary,
                "updates": result["step"], "train_minutes": round(result["minutes"], 1)}
@@ -79,24 +79,24 @@ def scores(hypotheses: list[str], references: list[str], lang: str) -> dict:
             "tokenized_bleu": tokenized}
 
 
-def evaluate(model, sp, pairs: list[tuple[str, str]], lang: str, device="cpu", beam_size: int = 4,
-             alpha: float = 0.6, max_extra: int = 50, batch_tokens: int = 6000, progress: bool = False):
+def evaluate(model, sp, pairs: list[tuple[str, str]], lang: str, device="cpu",
+             settings: DecodeConfig = PAPER_DECODING, progress: bool = False):
     """Translate the sources of ``pairs`` and score them: (hypotheses, summary for JSON, score objects)."""
     start = time.time()
-    hypotheses = translate_sentences(model, sp, [s for s, _ in pairs], device, beam_size, alpha, max_extra,
-                                     batch_tokens, progress)
+    hypotheses = translate_sentences(model, sp, [s for s, _ in pairs], device, settings, progress)
     seconds = time.time() - start
     result = scores(hypotheses, [t for _, t in pairs], lang)
     bleu = result["bleu"]
-    summary = {"sentences": len(pairs), "beam": beam_size, "alpha": alpha, "bleu": round(bleu.score, 2),
-               "bp": round(bleu.bp, 3), "length_ratio": round(bleu.sys_len / max(bleu.ref_len, 1), 3),
+    summary = {"sentences": len(pairs), "beam": settings.beam_size, "alpha": settings.alpha,
+               "bleu": round(bleu.score, 2), "bp": round(bleu.bp, 3),
+               "length_ratio": round(bleu.sys_len / max(bleu.ref_len, 1), 3),
                "chrf": round(result["chrf"].score, 2), "tokenized_bleu": round(result["tokenized_bleu"].score, 2),
                "bleu_signature": result["bleu_signature"], "chrf_signature": result["chrf_signature"],
                "translate_seconds": round(seconds, 1)}
     return hypotheses, summary, result
 
 
-def report(summary: dict, result: dict) -> str:
+def format_scores(summary: dict, result: dict) -> str:
     return (f"{result['bleu']}\n  signature: {summary['bleu_signature']}\n"
             f"{result['chrf']}\n  signature: {summary['chrf_signature']}\n"
             f"tokenized BLEU (Moses tokens, compounds split, as in the paper) = {result['tokenized_bleu'].score:.2f}")

@@ -6,11 +6,12 @@ import argparse
 import dataclasses
 import json
 import sys
+import typing
 from pathlib import Path
 
 from annotated_transformer import trainer
 from annotated_transformer.checkpoints import read_json
-from annotated_transformer.cli import INTERRUPTED, add_progress_option, command
+from annotated_transformer.cli import INTERRUPTED, add_progress_option, command, command_parser
 from annotated_transformer.config import OPTION_ALIASES, RUN_PRESETS, RunConfig, TransformerConfig, option
 from annotated_transformer.copy_task import CopyTask, copy_accuracy, train_copy_task
 from annotated_transformer.scale import at_scale
@@ -24,44 +25,42 @@ METAVARS = {"out_dir": "DIR", "data_dir": "DIR", "device": "DEVICE", "src_lang":
 CHOICES = {"corpus": ("multi30k", "wmt14", "text"), "positional": ("sinusoidal", "learned")}
 
 
-def _parse_value(kind, text: str):
-    if "None" in str(kind) and text.lower() == "none":
+def value_type(f: dataclasses.Field) -> tuple[type, bool]:
+    """The type a field's values have, and whether it may be None (``int | None`` gives ``(int, True)``)."""
+    members = typing.get_args(f.type) or (f.type,)
+    return next(m for m in members if m is not type(None)), type(None) in members
+
+
+def _parse_value(f: dataclasses.Field, text: str):
+    base, optional = value_type(f)
+    if optional and text.lower() == "none":
         return None
-    base = int if "int" in str(kind) else float if "float" in str(kind) else str
     try:
         return base(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected {base.__name__}, got {text!r}") from None
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):
-        if "unrecognized arguments" in message:
-            valid = sorted(o for a in self._actions for o in a.option_strings if o.startswith("--"))
-            message += "\nvalid options: " + " ".join(valid)
-        super().error(message)
-
-
 def add_field_option(group, f: dataclasses.Field, default) -> None:
-    """``--name`` for one configuration field: booleans as --x/--no-x, a metavar saying what a value is."""
-    names = [f"--{f.name.replace('_', '-')}", *OPTION_ALIASES.get(f.name, ())]
+    """The option of one configuration field: booleans as --x/--no-x, a metavar saying what a value is."""
+    names = [option(f.name), *OPTION_ALIASES.get(f.name, ())]
     help_text = f"{f.metadata['help']} (default: {default!r})"
-    if f.type in (bool, "bool"):
+    base, _ = value_type(f)
+    if base is bool:
         group.add_argument(*names, dest=f.name, default=None, action=argparse.BooleanOptionalAction, help=help_text)
         return
-    kind = str(f.type)
-    metavar = METAVARS.get(f.name, "N" if "int" in kind else "X" if "float" in kind else "TEXT")
+    metavar = METAVARS.get(f.name, {int: "N", float: "X"}.get(base, "TEXT"))
     group.add_argument(*names, dest=f.name, default=None, choices=CHOICES.get(f.name),
                        metavar=None if f.name in CHOICES else metavar,
-                       type=lambda text, kind=f.type: _parse_value(kind, text), help=help_text)
+                       type=lambda text, f=f: _parse_value(f, text), help=help_text)
 
 
 def build_parser(preset: str = DEFAULT_PRESET) -> argparse.ArgumentParser:
     """The command's options; the defaults shown in ``--help`` are those of ``preset``."""
     model_default, run_default = RUN_PRESETS[preset]
-    parser = _Parser(
-        prog="python -m annotated_transformer.train",
-        description="Train a Transformer translation model (default: English to German on Multi30k, sized "
+    parser = command_parser(
+        "train",
+        "Train a Transformer translation model (default: English to German on Multi30k, sized "
         "for a laptop CPU, then sacreBLEU on the test set), or the copy task with --task copy. "
         "Running the same command again resumes from the last checkpoint in the run folder (--run); "
         "a finished run reports its result. Launch with torchrun for several processes or GPUs.",

@@ -368,7 +368,7 @@ class Meter:
                     src_tokens=at.src_tokens, sentences=at.sentences)
 
 
-def report(s: Session, bar, record: dict, progress: bool) -> None:
+def log_update(s: Session, bar, record: dict, progress: bool) -> None:
     s.log.write(**record)
     if progress:
         bar.set_postfix(loss=f"{record['loss']:.3f}", lr=f"{record['lr']:.2e}",
@@ -420,7 +420,7 @@ def train(model_config: TransformerConfig, run: RunConfig, progress: bool = True
             meter.add(at, train_step(s, at))
             bar.update(1)
             if at.step % run.log_every == 0 or at.step == first + 1:
-                report(s, bar, meter.record(at, s.scheduler.get_last_lr()[0], s.peak), progress)
+                log_update(s, bar, meter.record(at, s.scheduler.get_last_lr()[0], s.peak), progress)
             if at.step % run.valid_every == 0 and s.rank == 0:
                 validate(s, bar, at.step)
             scheduled, stop = decide(s, at, last_save, interrupt.requested)

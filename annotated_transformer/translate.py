@@ -8,15 +8,23 @@ from pathlib import Path
 
 from annotated_transformer import data
 from annotated_transformer.checkpoints import write_atomically
-from annotated_transformer.cli import add_model_arguments, check_writable, command, model_from_args, split_lines
+from annotated_transformer.cli import (
+    add_model_arguments,
+    check_writable,
+    command,
+    command_parser,
+    decoding_from_args,
+    model_from_args,
+    split_lines,
+)
 from annotated_transformer.decoding import translate_sentences
 
 
 def translate_lines(args, model, sp, device, lines: list[str]) -> list[str]:
     if not lines:  # nothing to translate: no progress bar either
         return []
-    return translate_sentences(model, sp, lines, device, args.beam_size, args.alpha, args.max_extra,
-                               args.eval_batch_tokens, progress=args.progress and len(lines) > 1)
+    return translate_sentences(model, sp, lines, device, decoding_from_args(args),
+                               progress=args.progress and len(lines) > 1)
 
 
 def read_input(args) -> str:
@@ -40,11 +48,10 @@ def interactive(args, model, sp, device) -> None:
         print("".join(translate_lines(args, model, sp, device, split_lines(line))), flush=True)
 
 
-@command
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m annotated_transformer.translate",
-        description="Translate text with a trained model: one sentence per line, from a file or standard "
+def build_parser() -> argparse.ArgumentParser:
+    parser = command_parser(
+        "translate",
+        "Translate text with a trained model: one sentence per line, from a file or standard "
         "input, to a file or standard output (detokenized), exactly one output line per input line. Uses "
         "beam search with the paper's settings (beam 4, α 0.6, up to 50 tokens longer than the input) unless "
         "told otherwise. Typed at a terminal, it translates each line as you enter it.")
@@ -55,7 +62,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--interactive", action="store_true",
                         help="translate standard input line by line as it arrives (the default at a terminal)")
     add_model_arguments(parser)
-    args = parser.parse_args(argv)
+    return parser
+
+
+@command(parser=build_parser)
+def main(args: argparse.Namespace) -> int:
     try:
         if args.input is not None and not args.input.is_file():
             raise data.DataError(f"no input file {args.input}")

@@ -23,7 +23,16 @@ from tqdm import tqdm
 from annotated_transformer import data
 from annotated_transformer.attention import MultiHeadedAttention
 from annotated_transformer.checkpoints import write_atomically
-from annotated_transformer.cli import add_model_arguments, check_writable, command, model_from_args, split_lines
+from annotated_transformer.cli import (
+    add_model_arguments,
+    check_writable,
+    command,
+    command_parser,
+    decoding_from_args,
+    model_from_args,
+    split_lines,
+)
+from annotated_transformer.config import PAPER_DECODING, DecodeConfig
 from annotated_transformer.decoding import translate_sentences
 from annotated_transformer.layers import subsequent_mask
 
@@ -79,14 +88,14 @@ class SentenceAttention:
                 "cross": (self.tgt_labels, self.src_labels)}[kind]
 
 
-def capture(model, sp, source: str, target: str | None = None, device="cpu", beam_size: int = 4, alpha: float = 0.6,
-            max_extra: int = 50) -> SentenceAttention:
+def capture(model, sp, source: str, target: str | None = None, device="cpu",
+            settings: DecodeConfig = PAPER_DECODING) -> SentenceAttention:
     """The weights of every layer and head on ``source`` and ``target`` (default: the model's translation,
-    decoded as ``translate`` does with the same beam size, length penalty and length limit)."""
+    decoded as ``translate`` does with the same ``settings``)."""
     if not source.strip():
         raise ValueError("the sentence is empty: give at least one word")
     if target is None:
-        target = translate_sentences(model, sp, [source], device, beam_size, alpha, max_extra)[0]
+        target = translate_sentences(model, sp, [source], device, settings)[0]
     src_ids, tgt_ids = sp.encode(source) + [data.EOS], [data.BOS] + sp.encode(target)
     src = torch.tensor([src_ids], device=device)
     tgt = torch.tensor([tgt_ids], device=device)
@@ -109,7 +118,7 @@ def merge_pieces(weights: np.ndarray, query_spans, key_spans) -> np.ndarray:
     return np.stack([keys[..., a:b, :].mean(-2) for a, b in query_spans], axis=-2)
 
 
-def words(attn: SentenceAttention) -> SentenceAttention:
+def word_level(attn: SentenceAttention) -> SentenceAttention:
     """The same attention with pieces merged into words (labels without the ▁ marks)."""
     src, tgt = word_spans(attn.src_labels), word_spans(attn.tgt_labels)
 
@@ -355,9 +364,9 @@ def numbers(text: str) -> list[int]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m annotated_transformer.visualize",
-        description="Draw the attention of a trained model on a sentence: the paper's line view (Figures "
+    parser = command_parser(
+        "visualize",
+        "Draw the attention of a trained model on a sentence: the paper's line view (Figures "
         "3-5), a grid of heatmaps of every layer and head, or an interactive HTML explorer that needs no "
         "network. Weights come from a run (--run/--checkpoint) or from a file saved with --save (--stored).")
     parser.add_argument("sentence", nargs="?", help="source sentence (or use -i)")
@@ -404,7 +413,8 @@ def sentences_from(args) -> list[SentenceAttention]:
     model, sp, settings, paths, device = model_from_args(args)
     if args.save is None and args.view != "explorer":  # one sentence is drawn: capture only that one
         lines = [lines[args.index - 1]]
-    captured = [capture(model, sp, line, args.target, device, args.beam_size, args.alpha, args.max_extra)
+    decode_settings = decoding_from_args(args)
+    captured = [capture(model, sp, line, args.target, device, decode_settings)
                 for line in tqdm(lines, desc="capturing", unit="sentence", disable=not args.progress or len(lines) < 2)]
     if args.save is not None:
         command = "python -m annotated_transformer.visualize " + " ".join(sys.argv[1:])
@@ -426,14 +436,14 @@ def choose(args, sentences: list[SentenceAttention]) -> SentenceAttention:
 
 def draw(args, sentences: list[SentenceAttention]) -> None:
     if args.view == "explorer":
-        shown = [s if args.pieces else words(s) for s in sentences]
+        shown = [s if args.pieces else word_level(s) for s in sentences]
         page = f'<!doctype html><meta charset="utf-8"><title>attention</title>{explorer(shown)}'
         target = args.output or Path("attention.html")
         target.write_text(page, encoding="utf-8")
         print(f"wrote {target}")
         return
     chosen = choose(args, sentences)
-    attn = chosen if args.pieces else words(chosen)
+    attn = chosen if args.pieces else word_level(chosen)
     if args.view == "line":
         ax = line_view(attn, args.kind, args.layer, args.heads, args.query)
         fig = ax.figure
@@ -444,9 +454,8 @@ def draw(args, sentences: list[SentenceAttention]) -> None:
     print(f"wrote {target}")
 
 
-@command
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+@command(parser=build_parser)
+def main(args: argparse.Namespace) -> int:
     for path, option in ((args.output, "-o"), (args.save, "--save")):  # before any work, as in translate
         if path is not None:
             check_writable(path, option)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from annotated_transformer import config, decoding, evaluate, export, model, train, translate, visualize
+from annotated_transformer import bundle, config, decoding, evaluate, model, train, translate, visualize
 from annotated_transformer.checkpoints import average_checkpoints, checkpoints, load_checkpoint
 from annotated_transformer.cli import split_lines
 from annotated_transformer.scoring import scores, split_compounds
@@ -78,7 +78,8 @@ def test_translate_files_with_averaging(trained_run, tmp_path, text_corpus):
     (["--average", "9"], "cannot average the last 9 checkpoints"),
     (["--average", "0"], "--average must be at least 1"),
     (["--input", "/nonexistent.txt"], "no input file"),
-    (["--beam", "0"], "--beam-size and --eval-batch-tokens must be positive"),
+    (["--beam", "0"], "--beam-size must be an integer of at least 1, got 0"),
+    (["--max-extra", "-1"], "--max-extra must be an integer of at least 0, got -1"),
 ])
 def test_translate_bad_input_is_a_clear_error(trained_run, capsys, argv, message):
     assert translate.main(["--run", str(trained_run), *argv]) == 2
@@ -154,9 +155,9 @@ def test_translate_interactive_answers_each_line(trained_run, monkeypatch, capsy
     assert captured.out.count("\n") == 2 and "Ctrl-D" in captured.err
 
 
-def test_export_is_one_file_that_translates_as_the_run_does(trained_run, tmp_path, text_corpus, capsys):
+def test_a_bundle_is_one_file_that_translates_as_the_run_does(trained_run, tmp_path, text_corpus, capsys):
     shared = tmp_path / "shared" / "tiny.pt"
-    assert export.main(["--run", str(trained_run), "-o", str(shared)]) == 0
+    assert bundle.main(["--run", str(trained_run), "-o", str(shared)]) == 0
     assert "step-0000008.pt, step-0000012.pt" in capsys.readouterr().out  # averaged as the run was scored
     outputs = []
     for weights in (["--run", str(trained_run)], ["--checkpoint", str(shared)]):
@@ -181,7 +182,7 @@ def test_a_checkpoint_out_of_its_run_folder_says_what_is_missing(trained_run, tm
     alone.write_bytes((trained_run / "checkpoints" / "step-0000012.pt").read_bytes())
     assert translate.main(["--checkpoint", str(alone), "--no-progress"]) == 2
     err = capsys.readouterr().err
-    assert "needs its run folder" in err and "annotated_transformer.export" in err and "Traceback" not in err
+    assert "needs its run folder" in err and "annotated_transformer.bundle" in err and "Traceback" not in err
 
 
 def test_evaluate_accepts_sacrebleu_names(shared_data, trained_run, capsys):
@@ -199,13 +200,13 @@ def test_interactive_translation_survives_a_line_that_is_not_utf8(trained_run, m
     assert len(out.splitlines()) == 2 and "that line is not UTF-8 text" in err and "Traceback" not in err
 
 
-def test_translate_and_export_refuse_an_output_they_cannot_write_before_any_work(trained_run, tmp_path, capsys):
+def test_translate_and_bundle_refuse_an_output_they_cannot_write_before_any_work(trained_run, tmp_path, capsys):
     unwritable = ((Path("/proc/nope/x.txt"), "cannot write"), (Path("/proc/x.pt"), "cannot write"))  # root too
     for target, message in ((tmp_path, "is a folder"), *unwritable):
         assert translate.main(["--run", str(trained_run), "-o", str(target), "--no-progress"]) == 2
         err = capsys.readouterr().err
         assert message in err and "translating" not in err and "Traceback" not in err
-        assert export.main(["--run", str(trained_run), "-o", str(target)]) == 2
+        assert bundle.main(["--run", str(trained_run), "-o", str(target)]) == 2
         err = capsys.readouterr().err
         assert message in err and "Traceback" not in err
 

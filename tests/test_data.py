@@ -67,6 +67,23 @@ def test_wmt14_from_parquet_and_sacrebleu_cache(tmp_path, synthetic_pairs):
     assert load_pairs("wmt14", "test", "en", "de", tmp_path) == pairs
 
 
+def test_a_test_set_missing_from_the_data_directory_comes_from_sacrebleus_cache(tmp_path, monkeypatch):
+    import sacrebleu.utils
+
+    elsewhere = tmp_path / "sacrebleu-home" / "wmt13"  # sacreBLEU's own cache, not under the data directory
+    elsewhere.mkdir(parents=True)
+    (elsewhere / "wmt13.en-de.src").write_text("One.\nTwo.\n")
+    (elsewhere / "wmt13.en-de.ref").write_text("Eins.\nZwei.\n")
+    asked = []
+    monkeypatch.setattr(sacrebleu.utils, "get_source_file",
+                        lambda test_set, pair: asked.append((test_set, pair)) or str(elsewhere / f"wmt13.{pair}.src"))
+    monkeypatch.setattr(sacrebleu.utils, "get_reference_files",
+                        lambda test_set, pair: [str(elsewhere / f"wmt13.{pair}.ref")])
+    assert load_pairs("wmt14", "dev", "en", "de", tmp_path / "data") == [("One.", "Eins."), ("Two.", "Zwei.")]
+    assert asked == [("wmt13", "en-de")]
+    assert not (tmp_path / "data").exists()  # nothing is written into the data directory
+
+
 def test_wmt14_test_set_from_sgml(tmp_path):
     sgm = tmp_path / "wmt14" / "newstest2014-sgm"
     sgm.mkdir(parents=True)

@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 
-from annotated_transformer.config import TransformerConfig
+from annotated_transformer.config import DecodeConfig, TransformerConfig
 from annotated_transformer.data import BOS, EOS, PAD
 from annotated_transformer.decoding import (
     beam_search,
@@ -59,7 +59,7 @@ def test_beam_of_one_is_greedy_decoding():
         limits = src_mask.sum(dim=(1, 2)) + 4
         greedy = strip_special(greedy_decode(model, src, src_mask, limits, BOS, EOS, PAD), EOS, PAD)
         for alpha in (0.0, 0.6, 1.5):
-            beam = beam_search(model, src, src_mask, 1, alpha, limits, BOS, EOS, PAD)
+            beam = beam_search(model, src, src_mask, limits, DecodeConfig(beam_size=1, alpha=alpha))
             assert [[t for t in hyps[0].tokens if t != EOS] for hyps in beam] == greedy
         ended_early += sum(len(g) < limit for g, limit in zip(greedy, limits.tolist()))
     assert ended_early >= 5, "too few outputs ended with <eos> for the comparison to mean much"
@@ -70,12 +70,13 @@ def test_batched_decoding_equals_one_sentence_at_a_time(beam_size):
     model = _model(vocab=12, seed=1, eos_bias=2.0)
     src, src_mask = _sources(12, [6, 2, 9, 4], seed=3)  # padded to 9: padding must not change anything
     limits = src_mask.sum(dim=(1, 2)) + 5
-    batched = beam_search(model, src, src_mask, beam_size, 0.6, limits, BOS, EOS, PAD, n_best=beam_size)
+    batched = beam_search(model, src, src_mask, limits, DecodeConfig(beam_size=beam_size, alpha=0.6), n_best=beam_size)
     batched_greedy = strip_special(greedy_decode(model, src, src_mask, limits, BOS, EOS, PAD), EOS, PAD)
     for i in range(src.size(0)):
         n = int(limits[i]) - 5
         alone_src, alone_mask = src[i : i + 1, :n], src_mask[i : i + 1, :, :n]
-        alone = beam_search(model, alone_src, alone_mask, beam_size, 0.6, n + 5, BOS, EOS, PAD, n_best=beam_size)[0]
+        settings = DecodeConfig(beam_size=beam_size, alpha=0.6)
+        alone = beam_search(model, alone_src, alone_mask, n + 5, settings, n_best=beam_size)[0]
         assert [h.tokens for h in alone] == [h.tokens for h in batched[i]]
         assert [h.score for h in alone] == pytest.approx([h.score for h in batched[i]], abs=1e-5)
         greedy = strip_special(greedy_decode(model, alone_src, alone_mask, n + 5, BOS, EOS, PAD), EOS, PAD)
@@ -92,7 +93,7 @@ def test_wide_beam_finds_the_exhaustive_best(alpha):
     candidates += [list(p) for p in itertools.product(words, repeat=max_len)]  # cut off at the limit
     scored = sorted(((lp := _sequence_log_prob(model, src, c)) / length_penalty(len(c), alpha), lp, c)
                     for c in candidates)[::-1]
-    found = beam_search(model, src, src_mask, 128, alpha, max_len, BOS, EOS, PAD, n_best=3)[0]
+    found = beam_search(model, src, src_mask, max_len, DecodeConfig(beam_size=128, alpha=alpha), n_best=3)[0]
     assert [h.tokens for h in found] == [c for _, _, c in scored[:3]]
     assert [h.score for h in found] == pytest.approx([s for s, _, _ in scored[:3]], abs=1e-5)
     assert any(c[-1] == EOS for _, _, c in scored[:3])  # the length penalty and <eos> both matter here
@@ -102,7 +103,7 @@ def test_scores_are_the_recomputed_log_probabilities():
     model = _model(vocab=12, seed=3, eos_bias=2.0)
     src, src_mask = _sources(12, [5, 8], seed=4)
     limits = src_mask.sum(dim=(1, 2)) + 6
-    results = beam_search(model, src, src_mask, 4, 0.6, limits, BOS, EOS, PAD, n_best=4)
+    results = beam_search(model, src, src_mask, limits, DecodeConfig(beam_size=4, alpha=0.6), n_best=4)
     for i, hyps in enumerate(results):
         assert len(hyps) == 4 and [h.score for h in hyps] == sorted((h.score for h in hyps), reverse=True)
         for h in hyps:
@@ -118,8 +119,9 @@ def test_cached_decoding_equals_full_recomputation(norm_first):
     src, src_mask = _sources(16, [7, 3, 5], seed=6)
     limits = src_mask.sum(dim=(1, 2)) + 8
     for beam_size in (1, 3):
-        cached = beam_search(model, src, src_mask, beam_size, 0.6, limits, BOS, EOS, PAD, n_best=beam_size)
-        full = beam_search(model, src, src_mask, beam_size, 0.6, limits, BOS, EOS, PAD, n_best=beam_size,
+        settings = DecodeConfig(beam_size=beam_size, alpha=0.6)
+        cached = beam_search(model, src, src_mask, limits, settings, n_best=beam_size)
+        full = beam_search(model, src, src_mask, limits, settings, n_best=beam_size,
                            incremental=False)
         assert [[h.tokens for h in s] for s in cached] == [[h.tokens for h in s] for s in full]
         assert [h.score for s in cached for h in s] == pytest.approx([h.score for s in full for h in s], abs=1e-5)
@@ -141,9 +143,10 @@ def test_cached_decoding_equals_full_recomputation(norm_first):
 def test_bad_beam_settings_are_refused():
     model = _model(vocab=8, seed=0)
     src, src_mask = _sources(8, [3], seed=0)
-    for beam_size, n_best, alpha in ((0, 1, 0.6), (2, 3, 0.6), (2, 1, -0.5)):
-        with pytest.raises(ValueError, match="beam_size"):
-            beam_search(model, src, src_mask, beam_size, alpha, 5, BOS, EOS, PAD, n_best=n_best)
+    for beam_size, n_best, alpha, named in ((0, 1, 0.6, "--beam-size"), (2, 3, 0.6, "n_best"),
+                                            (2, 1, -0.5, "--alpha")):
+        with pytest.raises(ValueError, match=named):
+            beam_search(model, src, src_mask, 5, DecodeConfig(beam_size=beam_size, alpha=alpha), n_best=n_best)
 
 
 def test_length_penalty_is_gnmt():

@@ -8,7 +8,7 @@ from annotated_transformer.parsing import (
     linearize,
     parse_bracketed,
     tags,
-    words,
+    tree_words,
 )
 
 GOLD = "( (S (NP-SBJ (DT The) (NN cat)) (VP (VBD sat) (-NONE- *T*-1)) (. .)) )"
@@ -22,7 +22,7 @@ def test_cleaning_strips_function_tags_empty_elements_and_the_outer_bracket():
     tree = _gold()
     assert tree.label == "S"
     assert [c.label for c in tree.children] == ["NP", "VP", "."]
-    assert words(tree) == ["The", "cat", "sat", "."] and tags(tree) == ["DT", "NN", "VBD", "."]
+    assert tree_words(tree) == ["The", "cat", "sat", "."] and tags(tree) == ["DT", "NN", "VBD", "."]
     assert linearize(tree) == "(S (NP The cat )NP (VP sat )VP . )S"
     assert linearize(tree, "XX") == "(S (NP XX XX )NP (VP XX )VP XX )S"
 

@@ -78,7 +78,7 @@ def test_fused_adam_takes_the_same_steps():
 def test_ctranslate2_export_decodes_the_same_tokens(tmp_path, synthetic_pairs):
     import ctranslate2
 
-    from annotated_transformer.ct2 import export_ctranslate2
+    from annotated_transformer.ct2 import write_ctranslate2
 
     pairs = synthetic_pairs(300, 0)
     sp = data.train_shared_vocab(pairs, 60, tmp_path / "vocab")
@@ -93,7 +93,7 @@ def test_ctranslate2_export_decodes_the_same_tokens(tmp_path, synthetic_pairs):
         optimizer.step()
         optimizer.zero_grad()
     model.eval()
-    export_ctranslate2(model, sp, tmp_path / "ct2")
+    write_ctranslate2(model, sp, tmp_path / "ct2")
     translator = ctranslate2.Translator(str(tmp_path / "ct2"), device="cpu", intra_threads=1)
     sentences = [s for s, _ in synthetic_pairs(20, 1)]
     ids = sp.encode(sentences)
@@ -109,7 +109,7 @@ def test_ctranslate2_export_decodes_the_same_tokens(tmp_path, synthetic_pairs):
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "notes.txt").write_text("keep me")
     with pytest.raises(ValueError, match="holds other files"):
-        export_ctranslate2(model, sp, tmp_path / "other")
+        write_ctranslate2(model, sp, tmp_path / "other")
     assert (tmp_path / "other" / "notes.txt").read_text() == "keep me"
 
 

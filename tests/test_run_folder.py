@@ -8,19 +8,19 @@ import hashlib
 import json
 import re
 import shutil
-import subprocess
 import sys
 import types
 from pathlib import Path
 
 import pytest
+import sacrebleu.utils
 
 from annotated_transformer import (
     benchmark,
+    bundle,
     checkpoints,
     data,
     evaluate,
-    export,
     parsing,
     train,
     trainer,
@@ -100,7 +100,7 @@ def test_a_run_without_a_recorded_fingerprint_is_judged_by_its_vocabulary(run, t
     ("config.json", train.main, lambda run, corpus: _train(corpus, run, 8)),
     ("config.json", translate.main, lambda run, corpus: ["--run", str(run), "-i", str(corpus / "test.en")]),
     ("config.json", evaluate.main, lambda run, corpus: ["--run", str(run), "--limit", "2"]),
-    ("config.json", export.main, lambda run, corpus: ["--run", str(run), "-o", str(run.parent / "m.pt")]),
+    ("config.json", bundle.main, lambda run, corpus: ["--run", str(run), "-o", str(run.parent / "m.pt")]),
     ("results.json", train.main, lambda run, corpus: _train(corpus, run, 4)),
 ])
 def test_a_damaged_json_file_is_named_with_what_to_do(run, text_corpus, capsys, name, command, argv):
@@ -177,7 +177,7 @@ def test_a_damaged_checkpoint_the_user_named_gets_advice_for_a_named_file(run, t
         argv = ["--run", str(run), "--checkpoint", str(named)] + (["a red cat"] if command is visualize.main else [])
         assert command(argv) == 2
         err = one_line_error(capsys, f"{named} is truncated, corrupt or not a checkpoint",
-                             "a model file written by python -m annotated_transformer.export")
+                             "a model file written by python -m annotated_transformer.bundle")
         assert "Delete it" not in err and re.search(r"\(\w+: [^)]*[a-z]\)", err)  # the cause, a whole sentence
 
 
@@ -190,7 +190,7 @@ def _interrupt(*args, **kwargs):
     (train, "translate_and_score", lambda run, corpus: _train(corpus, run, 6)),  # scoring after training
     (translate, "translate_lines", lambda run, corpus: ["--run", str(run), "-i", str(corpus / "test.en")]),
     (evaluate, "evaluate", lambda run, corpus: ["--run", str(run), "--limit", "2"]),
-    (export, "export_model", lambda run, corpus: ["--run", str(run), "-o", str(run.parent / "m.pt")]),
+    (bundle, "bundle_run", lambda run, corpus: ["--run", str(run), "-o", str(run.parent / "m.pt")]),
     (visualize, "capture", lambda run, corpus: ["--run", str(run), "a red cat"]),
     (parsing, "load_treebank", lambda run, corpus: ["--run", str(run.parent / "parse")]),
     (variations, "run_row", lambda run, corpus: ["--rows", "base", "--seeds", "1", "--no-progress", "--results",
@@ -218,8 +218,8 @@ def test_unwritable_visualize_outputs_are_refused_before_any_work(run, tmp_path,
 def test_visualize_translates_as_translate_does_and_offers_no_batching(run, monkeypatch, capsys):
     seen = {}
 
-    def spy(model, sp, sentences, device, beam_size, alpha, max_extra, *rest):
-        seen.update(beam=beam_size, alpha=alpha, max_extra=max_extra)
+    def spy(model, sp, sentences, device, settings, *rest):
+        seen.update(beam=settings.beam_size, alpha=settings.alpha, max_extra=settings.max_extra)
         return ["ein kind"]
 
     monkeypatch.setattr(visualize, "translate_sentences", spy)
@@ -247,11 +247,10 @@ def test_a_failed_download_leaves_no_folders(tmp_path, monkeypatch):
     with pytest.raises(data.DataError, match="could not be downloaded"):
         data.load_pairs("multi30k", "train", "en", "de", tmp_path / "typo" / "data")
 
-    def sacrebleu_fails(command, env, **kwargs):  # sacreBLEU makes its cache folders, then the download fails
-        (Path(env["SACREBLEU"]) / "wmt14" / "full").mkdir(parents=True)
-        raise subprocess.CalledProcessError(1, command)
+    def sacrebleu_fails(test_set, langpair):  # what sacreBLEU does when its download fails
+        sys.exit(1)
 
-    monkeypatch.setattr(subprocess, "run", sacrebleu_fails)
+    monkeypatch.setattr(sacrebleu.utils, "get_source_file", sacrebleu_fails)
     with pytest.raises(data.DataError, match="sacreBLEU could not download it"):
         data.load_pairs("wmt14", "test", "en", "de", tmp_path / "typo" / "data")
 

@@ -28,7 +28,7 @@ def package_imports(tree: ast.Module) -> set[str]:
 
 
 def test_every_command_is_found():
-    assert COMMANDS >= {"train", "translate", "evaluate", "export", "visualize", "benchmark", "variations", "parsing"}
+    assert COMMANDS >= {"train", "translate", "evaluate", "bundle", "visualize", "benchmark", "variations", "parsing"}
 
 
 def test_no_command_imports_another_command():
@@ -102,7 +102,7 @@ def test_the_shared_options_are_defined_once():
 
 def test_every_setting_and_preset_is_defined_in_config():
     settings = ("RunConfig", "TransformerConfig", "PRESETS", "RUN_PRESETS", "COPY_MODEL", "PARSING_MODEL",
-                "PARSING_RUN", "TABLE3_SCALES")
+                "PARSING_RUN", "TABLE3_SIZES")
     defined = {}
     for name, tree in TREES.items():
         for node in tree.body:

@@ -22,7 +22,7 @@ def test_the_two_bases():
     quarter, half = variations.row_config("base", "quarter"), variations.row_config("base", "half")
     assert (quarter.n_layers, quarter.d_model, quarter.d_ff, quarter.n_heads, quarter.head_dims) == (
         3, 128, 512, 8, (16, 16))
-    default = MULTI30K_MODEL  # the half scale is the default preset's size, with the paper's 8 heads
+    default = MULTI30K_MODEL  # the half size is the default preset's size, with the paper's 8 heads
     assert (half.n_layers, half.d_model, half.d_ff, half.vocab_size) == (
         default.n_layers, default.d_model, default.d_ff, default.vocab_size)
     assert (half.n_heads, half.head_dims) == (8, (32, 32))
@@ -30,12 +30,12 @@ def test_the_two_bases():
 
 def test_a_sweep_skips_rows_it_has_and_refuses_bad_settings(tmp_path, capsys):
     results = tmp_path / "results.jsonl"
-    stored = {"scale": "half", "row": "base", "seed": 0, "updates": 7, "model": {"init": "pytorch"}}
+    stored = {"size": "half", "row": "base", "seed": 0, "updates": 7, "model": {"init": "pytorch"}}
     results.write_text(json.dumps(stored) + "\n" + json.dumps({**stored, "model": {}, "seed": 1}) + "\n\n")
     # a record without an init was trained before the option existed, with Xavier's
     assert variations.done_rows(results) == {("half", "base", 0, 7, "pytorch"), ("half", "base", 1, 7, "xavier")}
     assert variations.done_rows(tmp_path / "missing.jsonl") == set()
-    assert variations.main(["--rows", "base", "--scale", "half", "--seeds", "1", "--max-steps", "7",
+    assert variations.main(["--rows", "base", "--size", "half", "--seeds", "1", "--max-steps", "7",
                             "--results", str(results), "--no-progress"]) == 0
     assert "1 of 1 rows already in" in capsys.readouterr().out
     assert variations.main(["--rows", "base", "Z-h3", "--results", str(results)]) == 2
@@ -43,4 +43,4 @@ def test_a_sweep_skips_rows_it_has_and_refuses_bad_settings(tmp_path, capsys):
     assert variations.main(["--rows", "base", "--first-seed", "-1", "--results", str(results)]) == 2
     assert "--first-seed" in capsys.readouterr().err
     with pytest.raises(SystemExit):
-        variations.main(["--scale", "tenth"])
+        variations.main(["--size", "tenth"])

@@ -95,7 +95,7 @@ def test_captured_weights_are_eq1_of_the_first_layer(tiny):
 
 def test_pieces_merge_into_words_and_rows_stay_distributions():
     attn = planted()
-    merged = visualize.words(attn)
+    merged = visualize.word_level(attn)
     assert merged.src_labels == ["It", "is", "making", "it", "more", "difficult", "</s>"]
     assert merged.tgt_labels == ["<s>", "Es", "macht", "es", "schwerer"]
     assert np.allclose(merged.encoder.sum(-1), 1) and np.allclose(merged.cross.sum(-1), 1)
@@ -138,7 +138,7 @@ def test_grid_view_puts_queries_down_and_keys_across():
 
 
 def test_explorer_embeds_oriented_data_and_loads_nothing():
-    attn = visualize.words(planted())
+    attn = visualize.word_level(planted())
     page = visualize.explorer([attn])
     payload = json.loads(re.search(r'<script type="application/json" class="at-data">(.*?)</script>', page,
                                    re.S).group(1).replace("<\\/", "</"))
@@ -153,7 +153,7 @@ def test_explorer_embeds_oriented_data_and_loads_nothing():
 
 
 def test_head_search_finds_the_planted_head_and_the_table_measures_it():
-    attn = visualize.words(planted(layer=5, head=3, weight=0.9))
+    attn = visualize.word_level(planted(layer=5, head=3, weight=0.9))
     scores = visualize.weight_between(attn, "making", ["difficult"])
     assert visualize.best_heads(scores) == [(5, 3)]
     assert scores[4, 2] == pytest.approx(0.9 + 2 * 0.1 / 8)  # "▁d" planted, "iff" and "icult" share the rest
