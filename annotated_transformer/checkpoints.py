@@ -117,9 +117,11 @@ def latest_checkpoint(out_dir: Path) -> Path | None:
     return max(found, key=step_of, default=None)
 
 
-# Settings that may change when a run resumes: they do not alter what was trained so far.
-AFTER_TRAINING = ("max_steps", "max_minutes", "eval_batch_tokens", "average", "beam_size", "alpha", "max_extra",
-                  "data_dir", "compile", "loss_chunk_tokens", "log_every", "device", "out_dir")
+# Settings that may change when a run resumes: they do not alter what was trained so far, only how long
+# it goes on, when it validates, saves and logs, where it runs, and how it is scored.
+AFTER_TRAINING = ("max_steps", "max_minutes", "valid_every", "save_every", "save_every_minutes", "log_every",
+                  "eval_batch_tokens", "average", "beam_size", "alpha", "max_extra", "data_dir", "compile",
+                  "loss_chunk_tokens", "device", "out_dir")
 
 
 class RunLock:

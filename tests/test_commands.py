@@ -1,5 +1,6 @@
 """The translate and evaluate commands, checkpoint averaging and the paper's tokenized BLEU."""
 
+import dataclasses
 import io
 import json
 import sys
@@ -9,7 +10,7 @@ import pytest
 import torch
 
 from annotated_transformer import bundle, config, decoding, evaluate, model, train, translate, visualize
-from annotated_transformer.checkpoints import average_checkpoints, checkpoints, load_checkpoint
+from annotated_transformer.checkpoints import average_checkpoints, checkpoints, load_checkpoint, load_model
 from annotated_transformer.cli import split_lines
 from annotated_transformer.scoring import scores, split_compounds
 
@@ -92,16 +93,25 @@ def test_missing_run_says_how_to_train(tmp_path, capsys):
     assert "train first with python -m annotated_transformer.train" in capsys.readouterr().err
 
 
-def test_evaluate_prints_signatures_and_logs_results(trained_run, capsys):
+def test_evaluate_scores_its_own_translations_with_sacrebleu(trained_run, text_corpus, capsys):
+    import sacrebleu
+
     argv = ["--run", str(trained_run), "--beam", "1", "--limit", "10", "--average", "1", "--no-progress"]
     assert evaluate.main(argv) == 0
     out = capsys.readouterr().out
     assert "signature: nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp" in out
-    assert "chrF2 = " in out and "tokenized BLEU" in out
     logged = json.loads((trained_run / "eval" / "results.jsonl").read_text().splitlines()[-1])
     # --limit scores part of the set, and files it under a name that says so
     assert logged["test_set"] == "text-test.first-10" and logged["sentences"] == 10 and logged["beam"] == 1
-    assert len((trained_run / "eval" / "text-test.first-10.beam1.alpha0.6.avg1.hyp").read_text().splitlines()) == 10
+    hypotheses = (trained_run / "eval" / "text-test.first-10.beam1.alpha0.6.avg1.hyp").read_text().splitlines()
+    references = (text_corpus / "test.de").read_text(encoding="utf-8").splitlines()[:10]
+    bleu, chrf = sacrebleu.corpus_bleu(hypotheses, [references]), sacrebleu.corpus_chrf(hypotheses, [references])
+    assert (logged["bleu"], logged["chrf"]) == (round(bleu.score, 2), round(chrf.score, 2))
+    assert f"chrF2 = {chrf.score:.2f}" in out
+    # the hypotheses are greedy translations of the first ten sources, as translate makes them
+    sources = (text_corpus / "test.en").read_text(encoding="utf-8").splitlines()[:10]
+    net, sp, _ = load_model(checkpoints(trained_run)[-1:])
+    assert hypotheses == decoding.translate_sentences(net, sp, sources, settings=config.DecodeConfig(beam_size=1))
 
 
 def test_newstest2014_offline(shared_data, trained_run, capsys):
@@ -175,6 +185,28 @@ def test_a_bundle_is_one_file_that_translates_as_the_run_does(trained_run, tmp_p
     first = (text_corpus / "test.en").read_text().splitlines()[:3]
     assert decoding.translate_sentences(net.eval(), sp, first) == outputs[0].splitlines()[:3]
     assert "optimizer" not in f
+
+
+def test_a_decoding_benchmark_worker_decodes_as_translate_does(trained_run, tmp_path, text_corpus):
+    """``benchmark decode`` runs each engine in a worker process that gets its job as JSON: the worker
+    must decode with the settings it was given, as ``translate`` would with the same options."""
+    from annotated_transformer.benchmark import decode_worker
+
+    shared = tmp_path / "tiny.pt"
+    assert bundle.main(["--run", str(trained_run), "-o", str(shared)]) == 0
+    sources = (text_corpus / "test.en").read_text(encoding="utf-8").splitlines()[:6]
+    (tmp_path / "sentences.txt").write_text("\n".join(sources), encoding="utf-8")
+    settings = config.DecodeConfig(beam_size=3, alpha=0.2, max_extra=4, eval_batch_tokens=40)
+    job = {"engine": "ours", "settings": dataclasses.asdict(settings), "threads": 1, "device": "cpu",
+           "model_file": str(shared), "sentences": str(tmp_path / "sentences.txt")}
+    out = json.loads(json.dumps(decode_worker(job)))  # what the worker prints travels as JSON
+    translations = tmp_path / "translate.de"
+    assert translate.main(["--checkpoint", str(shared), "-i", str(tmp_path / "sentences.txt"), "-o", str(translations),
+                           "--beam", "3", "--alpha", "0.2", "--max-extra", "4", "--eval-batch-tokens", "40",
+                           "--no-progress"]) == 0
+    _, sp, _ = load_model([shared])
+    assert [sp.decode(ids) for ids in out["outputs"]] == translations.read_text(encoding="utf-8").splitlines()
+    assert out["seconds"] > 0
 
 
 def test_a_checkpoint_out_of_its_run_folder_says_what_is_missing(trained_run, tmp_path, capsys):

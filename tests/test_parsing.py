@@ -1,4 +1,7 @@
-"""Treebank reading, linearization, repair and labeled bracket F1, against hand-counted examples."""
+"""Treebank reading, linearization, repair and labeled bracket F1, against hand-counted examples,
+and the parsing command end to end."""
+import json
+
 import pytest
 
 from annotated_transformer.parsing import (
@@ -76,3 +79,25 @@ def test_a_run_folder_refuses_another_corpus(tmp_path, capsys):
     assert "--leaves" in capsys.readouterr().err
     assert main(["--run", str(tmp_path), "--train-fraction", "1.5"]) == 2
     assert "--train-fraction" in capsys.readouterr().err
+
+
+def test_the_command_trains_parses_and_scores_what_it_stores(shared_data, tmp_path, capsys):
+    """parsing.main end to end on the real treebank sample: a tiny budget, two test sentences. The F1 it
+    reports must be the one its stored outputs give against the gold trees, and a second run resumes."""
+    from annotated_transformer.parsing import SPLITS, load_treebank, main
+
+    run = tmp_path / "parse"
+    argv = ["--run", str(run), "--data-dir", str(shared_data), "--limit", "2", "--beam", "2", "--max-extra", "6",
+            "--no-progress"]
+    assert main([*argv, "--max-steps", "2"]) == 0
+    result = json.loads((run / "parse-results.json").read_text())
+    outputs = (run / "test.parses").read_text(encoding="utf-8").splitlines()
+    trees = load_treebank(shared_data)
+    gold = [t for n in SPLITS["test"] for t in trees.get(f"wsj_{n:04d}", [])][:2]
+    parsed = [delinearize(text, len(tree_words(t)))[0] for text, t in zip(outputs, gold)]
+    assert result["sentences"] == len(outputs) == 2 and result["updates"] == 2
+    assert result["f1"] == bracket_scores(gold, parsed)["f1"]
+    assert (result["beam"], result["max_extra"]) == (2, 6)
+    assert f"labeled F1 {100 * result['f1']:.2f}" in capsys.readouterr().out
+    assert main([*argv, "--max-steps", "3"]) == 0  # the same run, one update further
+    assert json.loads((run / "parse-results.json").read_text())["updates"] == 3
