@@ -305,8 +305,7 @@ def _cache_options(modes) -> argparse.ArgumentParser:
     cache.add_argument("--length", type=int, default=50, help="output tokens per sentence (default: %(default)s)")
     cache.add_argument("--src-len", type=int, default=20, help="source tokens per sentence (default: %(default)s)")
     cache.add_argument("--batch", type=int, nargs="+", default=[1, 32], help="batch sizes (default: 1 32)")
-    cache.add_argument("--beam-size", "--beam", type=int, nargs="+", default=[1, 4], metavar="K",
-                       help="beam sizes; 1 is greedy (default: 1 4)")
+    add_decoding_options(cache, names=["beam_size"], several_beams=True)
     cache.add_argument("--repeat", type=int, default=3, help="timings per setting, the best is kept")
     return cache
 

@@ -88,14 +88,16 @@ def add_weights_options(group) -> None:
                        "setting, as the main job did: 5 for the multi30k and base presets, 20 for big)")
 
 
-def add_decoding_options(group, defaults: DecodeConfig = PAPER_DECODING, batches: bool = True,
+DECODE_OPTIONS = {"beam_size": (int, "K"), "alpha": (float, "X"), "max_extra": (int, "N"),
+                  "eval_batch_tokens": (int, "N")}  # the type and metavar of each option
+
+
+def add_decoding_options(group, defaults: DecodeConfig = PAPER_DECODING, names=tuple(DECODE_OPTIONS),
                          several_beams: bool = False) -> None:
-    """The options of ``DecodeConfig``, under the names (and aliases) of ``train``'s settings; ``batches``:
-    also how many sentences go into one batch; ``several_beams``: --beam-size takes a list of sizes."""
-    for name, kind, metavar in (("beam_size", int, "K"), ("alpha", float, "X"), ("max_extra", int, "N"),
-                                ("eval_batch_tokens", int, "N")):
-        if name == "eval_batch_tokens" and not batches:
-            continue
+    """Options for the ``names`` of ``DecodeConfig``'s fields, under the names (and aliases) of ``train``'s
+    settings, with its help; ``several_beams``: --beam-size takes a list of sizes (default: 1 and the beam)."""
+    for name in names:
+        kind, metavar = DECODE_OPTIONS[name]
         default, more = getattr(defaults, name), {}
         if name == "beam_size" and several_beams:
             default, more = [1, default], {"nargs": "+"}
@@ -116,7 +118,7 @@ def add_model_arguments(parser: argparse.ArgumentParser, batches: bool = True) -
     (``batches``: and how many sentences at once)."""
     group = parser.add_argument_group("model and decoding")
     add_weights_options(group)
-    add_decoding_options(group, batches=batches)
+    add_decoding_options(group, names=[n for n in DECODE_OPTIONS if batches or n != "eval_batch_tokens"])
     add_device_option(group)
     add_progress_option(group)
 
