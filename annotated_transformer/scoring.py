@@ -34,7 +34,8 @@ def translate_and_score(result: dict, run_config, progress: bool, max_sentences:
                                            run_config.decoding, progress=progress)
     write_atomically(out_dir / f"{run_config.test_split}.hyp", "".join(h + "\n" for h in hypotheses))
     summary = {"split": run_config.test_split, "checkpoints": [p.name for p in averaged], **summary,
-               "updates": result["step"], "train_minutes": round(result["minutes"], 1)}
+               "updates": result["step"], "train_minutes": round(result["minutes"], 1),
+               "train_flops": float(f"{result['flops']:.4g}")}
     write_atomically(out_dir / "results.json", json.dumps(summary, indent=2) + "\n")
     k = run_config.beam_size
     steps = ", ".join(str(step_of(p)) for p in averaged)

@@ -60,6 +60,21 @@ def test_translate_reads_stdin_and_keeps_line_count(trained_run, monkeypatch, ca
     assert len(lines) == 4 and lines[1] == "" and lines[3] == ""  # three translations, the empty one kept
 
 
+def test_a_run_records_its_training_compute_as_a_replay_of_its_batches_counts_it(trained_run, text_corpus):
+    """results.json and the last metric line hold the FLOPs of the updates made; planning the same batches
+    again and counting them with the book's formula (the tool that did this for older runs) agrees."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("replay", Path(__file__).parents[1] / "tools" / "replay_compute.py")
+    replay = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(replay)
+    results = json.loads((trained_run / "results.json").read_text())
+    last = [r for r in map(json.loads, (trained_run / "metrics.jsonl").read_text().splitlines()) if "train_flops" in r]
+    assert last[-1]["step"] == results["updates"] == 12
+    assert results["train_flops"] == pytest.approx(last[-1]["train_flops"], rel=1e-3)
+    assert results["train_flops"] == pytest.approx(replay.replay(trained_run, text_corpus, "multi30k"), rel=1e-3)
+
+
 def test_commands_average_as_the_run_did(trained_run, capsys):
     assert evaluate.main(["--run", str(trained_run), "--limit", "3", "--no-progress"]) == 0
     assert "step-0000008.pt, step-0000012.pt" in capsys.readouterr().err  # the run's --average 2

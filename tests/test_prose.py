@@ -31,10 +31,10 @@ def test_the_book_states_no_measured_number_by_hand():
 
 def test_the_default_runs_cost_is_stated_once_from_the_stored_runs():
     """The README and the Makefile state the cost that the preface and chapter 13 glue from book/measured."""
-    from annotated_transformer.trainer import default_run_cost
+    from annotated_transformer.performance import default_run_cost
 
     cost = default_run_cost(ROOT / "book" / "measured")
-    assert cost.startswith("about ") and "CPU" in cost and "GPU" in cost
+    assert "PFLOP of training, about " in cost and "CPU" in cost and "GPU" in cost
     for name in ("README.md", "Makefile"):
         text = " ".join((ROOT / name).read_text(encoding="utf-8").replace("#", " ").split())
         assert f"took {cost}" in text, f"{name} does not say the stored run took {cost!r}"
