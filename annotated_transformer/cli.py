@@ -110,7 +110,7 @@ def decoding_from_args(args, beam_size: int | None = None) -> DecodeConfig:
     """The decoding settings the options of ``add_decoding_options`` give (with ``beam_size`` instead of
     theirs, for a command that tries several)."""
     given = {f.name: getattr(args, f.name) for f in fields(DecodeConfig) if hasattr(args, f.name)}
-    return DecodeConfig(**given).replace(beam_size=beam_size) if beam_size else DecodeConfig(**given)
+    return DecodeConfig(**{**given, **({"beam_size": beam_size} if beam_size is not None else {})})
 
 
 def add_model_arguments(parser: argparse.ArgumentParser, batches: bool = True) -> None:
