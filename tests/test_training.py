@@ -165,7 +165,7 @@ def test_two_processes_match_one_process_with_the_same_global_batch(text_corpus,
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
                 "-m", "annotated_transformer.train", *_cli(text_corpus, tmp_path / "two", *common)]
-    result = subprocess.run(torchrun, capture_output=True, text=True, env=env, timeout=300)
+    result = subprocess.run(torchrun, capture_output=True, text=True, env=env)  # bounded by its 3 updates
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     one = load_checkpoint(checkpoints(tmp_path / "one")[-1])
     two = load_checkpoint(checkpoints(tmp_path / "two")[-1])
