@@ -132,7 +132,7 @@ CORPORA = ("multi30k", "wmt14", "text")
 
 def _first_existing(candidates: Iterable[tuple[Path, ...]]):
     for files in candidates:
-        if files and all(f.is_file() for f in files):
+        if all(f.is_file() for f in files):
             return files
     return None
 
@@ -240,7 +240,7 @@ def load_wmt14(split: str, src: str, tgt: str, data_dir: Path) -> list[tuple[str
     plain_name = name if split == "dev" else f"{name}-{other}en"
     candidates = [
         (cache / f"{stem}.{src}-{tgt}.src", cache / f"{stem}.{src}-{tgt}.ref"),
-        (sgm / f"{sgm_prefix}-src.{src}.sgm", sgm / f"{sgm_prefix}-ref.{tgt}.sgm") if split == "test" else (),
+        *([(sgm / f"{sgm_prefix}-src.{src}.sgm", sgm / f"{sgm_prefix}-ref.{tgt}.sgm")] if split == "test" else []),
         (root / "plain" / f"{plain_name}.{src}.gz", root / "plain" / f"{plain_name}.{tgt}.gz"),
     ]
     found = _first_existing(candidates)
