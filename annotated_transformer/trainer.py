@@ -175,9 +175,15 @@ class UpdateStream:
         self.batches = data.TokenBatches(*self.lengths, self.budget, seed=run.seed)
         self.epoch, self.plan = -1, []
 
-    def flops_per_update(self, config: TransformerConfig) -> float:
+    def plan_epoch(self, epoch: int) -> None:
+        if self.epoch != epoch:  # planned once per epoch: sorting a large corpus takes seconds
+            self.epoch = epoch
+            self.plan = update_batches(self.batches.epoch(epoch), self.world, self.accumulate, self.rank)
+
+    def flops_per_update(self, config: TransformerConfig, at: Position) -> float:
         """The mean training compute of one update, all processes together: an epoch's over its updates."""
-        return training_flops(config, *self.lengths) / max(len(self.batches.epoch(0)) // self.parts, 1)
+        self.plan_epoch(at.epoch)
+        return training_flops(config, *self.lengths) / max(len(self.plan), 1)
 
     def describe(self) -> str:
         return (f"{self.budget * self.parts:,} tokens per update = {self.world} process(es) x {self.accumulate} "
@@ -185,9 +191,7 @@ class UpdateStream:
 
     def next(self, at: Position) -> list:
         for _ in range(2):  # this epoch, or else the next one
-            if self.epoch != at.epoch:
-                self.epoch = at.epoch
-                self.plan = update_batches(self.batches.epoch(at.epoch), self.world, self.accumulate, self.rank)
+            self.plan_epoch(at.epoch)
             if at.position < len(self.plan):
                 at.position += 1
                 return [data.collate(self.pairs, b) for b in self.plan[at.position - 1]]
@@ -414,7 +418,7 @@ def train(model_config: TransformerConfig, run: RunConfig, progress: bool = True
     s = start(model_config, run)
     at = restore(s)
     s.say(f"model: {count_parameters(s.model):,} parameters on {s.device}; {s.stream.describe()}")
-    s.say(planned_cost(s.stream.flops_per_update(s.config) * max(run.max_steps - at.step, 0), s.peak, s.device))
+    s.say(planned_cost(s.stream.flops_per_update(s.config, at) * max(run.max_steps - at.step, 0), s.peak, s.device))
     if at.step >= run.max_steps:
         s.say(f"{run.out_dir} is already trained to update {at.step} (max_steps={run.max_steps})")
     meter, first, last_save, scheduled = Meter(at.minutes), at.step, time.time(), False
