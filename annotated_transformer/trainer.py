@@ -281,7 +281,8 @@ def restore(s: Session) -> Position:
     s.optimizer.load_state_dict(state["optimizer"])
     s.scheduler.load_state_dict(state["scheduler"])
     set_rng_state(state["rng"][s.rank] if s.rank < len(state["rng"]) else state["rng"][0])
-    s.say(f"resumed from {path} at update {state['step']}")
+    s.say(f"resumed from {path} at update {state['step']}" + ("" if "flops" in state else "; its checkpoint "
+          "predates the compute count, so train_flops counts the updates from here (tools/replay_compute.py: all)"))
     return Position(**{k: state[k] for k in Position.__dataclass_fields__ if k in state})
 
 
