@@ -22,9 +22,9 @@ def test_the_two_bases():
     quarter, half = variations.row_config("base", "quarter"), variations.row_config("base", "half")
     assert (quarter.n_layers, quarter.d_model, quarter.d_ff, quarter.n_heads, quarter.head_dims) == (
         3, 128, 512, 8, (16, 16))
-    default = MULTI30K_MODEL  # the half size is the default preset's size, with the paper's 8 heads
+    paper = PRESETS["base"]  # half the paper's widths and depth, on the default preset's vocabulary
     assert (half.n_layers, half.d_model, half.d_ff, half.vocab_size) == (
-        default.n_layers, default.d_model, default.d_ff, default.vocab_size)
+        paper.n_layers // 2, paper.d_model // 2, paper.d_ff // 2, MULTI30K_MODEL.vocab_size)
     assert (half.n_heads, half.head_dims) == (8, (32, 32))
 
 
