@@ -226,7 +226,7 @@ class RunConfig:
         return checked_replace(self, **changes)
 
 
-# Smaller than the paper's base and regularised harder, for 29,000 sentence pairs (the table above).
+# Smaller than the paper's base and regularised harder, for 29,000 sentence pairs (the list above).
 MULTI30K_MODEL = TransformerConfig(vocab_size=8000, n_layers=4, d_model=128, d_ff=512, n_heads=4, dropout=0.3)
 MULTI30K_RUN = RunConfig(batch_tokens=2200, warmup=400, lr_factor=0.5, max_steps=5600, valid_every=200,
                          save_every=200, save_every_minutes=0, keep_checkpoints=5, average=5)

@@ -77,8 +77,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--first-seed", type=int, default=0, metavar="S",
                         help="the base row's seeds are S, S+1, ... (to share a sweep between processes; default: 0)")
     parser.add_argument("--size", choices=TABLE3_SIZES, default="quarter",
-                        help="quarter: widths / 4, depth / 2, 400 updates of 1,100 tokens, for a CPU; half: widths / 2, "
-                        "depth / 2 (N=3, d_model=256, the paper's 8 heads), 2,200 updates of 2,200 tokens, for a GPU "
+                        help="quarter: widths / 4, depth / 2, 400 updates of 1,100 tokens, for a CPU; half: "
+                        "widths / 2, depth / 2 (N=3, d_model=256, the paper's 8 heads), 2,200 updates of 2,200 "
+                        "tokens, for a GPU "
                         "(default: %(default)s)")
     parser.add_argument("--max-steps", type=int, default=at_scale(smoke=3, laptop=None), metavar="N",
                         help="updates per row (default: the size's)")
