@@ -66,6 +66,8 @@ bench-smoke: $(FULL)
 	  --no-progress -o _build/benchmark/train.json
 	$(BIN)/python -m annotated_transformer.benchmark decode --random-weights --limit 8 --max-extra 10 \
 	  --no-progress -o _build/benchmark/decode.json
+	$(BIN)/python -m annotated_transformer.benchmark data --pairs 20000 --batch-tokens 2000 --batches 5 \
+	  --no-progress -o _build/benchmark/data.json
 
 export: $(FULL)
 	$(BIN)/python -m annotated_transformer._literate export

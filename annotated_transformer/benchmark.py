@@ -10,6 +10,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 
@@ -37,14 +38,18 @@ from annotated_transformer.performance import (
     batch_lengths,
     describe,
     peak_flops,
+    peak_memory_gib,
     time_decoding,
     time_training,
     training_flops,
 )
+from annotated_transformer.scale import at_scale
 
 VOCABULARIES = Path(tempfile.gettempdir()) / "annotated-transformer-benchmark"  # trained once, then reused
-def real_batches(config, corpus: str, split: str, batch_tokens: int, count: int, data_dir: Path | None = None) -> list:
-    """``count`` training batches of about ``batch_tokens`` source and target tokens from a real corpus.
+def real_batches(config, corpus: str, split: str, batch_tokens: int, count: int, data_dir: Path | None = None,
+                 buckets: int = 0) -> list:
+    """``count`` training batches of about ``batch_tokens`` source and target tokens from a real corpus
+    (with ``buckets``, in that many fixed shapes, one batch of each shape first).
 
     The sentences are encoded with a vocabulary trained on them (at most 8,000 entries: the WMT14 sample
     is too small for 37,000; longer pieces, so slightly longer sentences), which makes the lengths,
@@ -53,8 +58,12 @@ def real_batches(config, corpus: str, split: str, batch_tokens: int, count: int,
     sp = data.train_shared_vocab(pairs, min(config.vocab_size, 8000), VOCABULARIES)
     encoded, _ = data.encode_pairs(sp, pairs, 256)
     lengths = [len(s) + 1 for s, _ in encoded], [len(t) + 1 for _, t in encoded]
-    order = data.TokenBatches(*lengths, batch_tokens, seed=0).epoch(0)
-    return [data.collate(encoded, indices) for indices in (order * (count // len(order) + 1))[:count]]
+    batches = data.batching(*lengths, batch_tokens, buckets)
+    order = batches.epoch(0)
+    if buckets:  # the untimed updates meet every shape: compiling happens there
+        firsts = {batches.shape_of(b): b for b in reversed(order)}
+        order = list(firsts.values()) + order
+    return [batches.collate(encoded, indices) for indices in (order * (count // len(order) + 1))[:count]]
 
 
 def benchmark_training(args) -> dict:
@@ -65,13 +74,15 @@ def benchmark_training(args) -> dict:
     if corpus == "wmt14" and split == "train" and not args.split:
         split = "sample"  # the 10,000-pair sample holds the length distribution; the full corpus is 4.5M pairs
     batch_tokens = args.batch_tokens or run.batch_tokens
-    batches = real_batches(model_config, corpus, split, batch_tokens, args.warmup_steps + args.steps, args.data_dir)
+    warmup = max(args.warmup_steps, args.buckets)  # with fixed shapes, each one is met before the timing
+    batches = real_batches(model_config, corpus, split, batch_tokens, warmup + args.steps, args.data_dir,
+                           args.buckets)
     on_gpu = device.startswith("cuda")
     cpu_peak = None if on_gpu else peak_flops(device, bf16=False)  # measured once, before the runs
     runs = [(path, False) for path in args.paths] + ([("fast", True)] if args.compile else [])
     results = []
     for path, compiled in tqdm(runs, desc="implementations", disable=not args.progress):
-        r = time_training(path, model_config, batches, device, args.warmup_steps, args.bf16, compiled,
+        r = time_training(path, model_config, batches, device, warmup, args.bf16, compiled,
                           profile=args.profile if (path, compiled) == ("fast", False) else 0,
                           loss_chunk=args.loss_chunk)
         peak = peak_flops(device, r["bf16"]) if on_gpu else cpu_peak  # the peak of the precision it ran in
@@ -82,8 +93,8 @@ def benchmark_training(args) -> dict:
               for name, r in by_name.items() if name != "fast" and "fast" in by_name}
     src, tgt = batch_lengths(batches)
     return {"mode": "train", "preset": args.preset, "model": model_config.to_dict(), "device": describe(device),
-            "corpus": f"{corpus}/{split}", "batch_tokens": batch_tokens, "steps": args.steps,
-            "warmup_steps": args.warmup_steps, "padding": 1 - sum(tgt) / sum(b.tgt_out.numel() for b in batches),
+            "corpus": f"{corpus}/{split}", "batch_tokens": batch_tokens, "buckets": args.buckets, "steps": args.steps,
+            "warmup_steps": warmup, "padding": 1 - sum(tgt) / sum(b.tgt_out.numel() for b in batches),
             "flops_per_tgt_token": training_flops(model_config, src, tgt) / sum(tgt),
             "cpu_peak_flops": cpu_peak, "results": results, "ratios": ratios}
 
@@ -265,6 +276,9 @@ def _train_options(modes) -> argparse.ArgumentParser:
                        help="implementations: " + "; ".join(f"{k}: {v}" for k, v in PATHS.items()))
     train.add_argument("--compile", action=argparse.BooleanOptionalAction, default=False,
                        help="also time the fast path under torch.compile (default: off)")
+    train.add_argument("--buckets", type=int, default=0, metavar="N",
+                       help="batches in at most N fixed shapes, as training's --buckets (default: 0, each batch "
+                       "its own shape); the untimed updates then hold every shape")
     train.add_argument("--loss-chunk", type=int, default=0, metavar="N",
                        help="the fast path computes its loss N target positions at a time (0: all at once)")
     train.add_argument("--bf16", action=argparse.BooleanOptionalAction, default=True,
@@ -316,15 +330,17 @@ def build_parser() -> argparse.ArgumentParser:
         "Measure speed, against references in the same run: 'train' (tokens/s, MFU, peak memory "
         "of the book's code against its fast path and torch.nn.Transformer), 'decode' (sentences/s of our "
         "decoding against CTranslate2 on the same weights), 'cache' (the key/value cache against "
-        "recomputation). Prints a table; -o also writes the numbers as JSON.")
+        "recomputation), 'data' (a corpus of WMT14's size: encoding once, mapping, batch assembly). Prints a "
+        "table; -o also writes the numbers as JSON.")
     modes = main_parser.add_subparsers(dest="mode", required=True, metavar="MODE")
-    train, decode, cache = _train_options(modes), _decode_options(modes), _cache_options(modes)
-    for mode in (train, decode):
+    train, decode, cache, feed = (_train_options(modes), _decode_options(modes), _cache_options(modes),
+                                  _data_options(modes))
+    for mode in (train, decode, feed):
         mode.add_argument("--data-dir", type=Path, metavar="DIR",
                           help="data directory (default: $AT_DATA_DIR, else the download cache)")
         add_device_option(mode)
         add_progress_option(mode)
-    for mode in (train, decode, cache):
+    for mode in (train, decode, cache, feed):
         mode.add_argument("--output", "-o", type=Path, metavar="FILE", help="also write the numbers as JSON here")
     return main_parser
 
@@ -332,17 +348,20 @@ def build_parser() -> argparse.ArgumentParser:
 @command(also=(RuntimeError, OSError, ImportError))  # no GPU, a worker that failed, a missing package
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)  # argv itself is stored with the results
-    if args.mode == "decode" and args.worker:
-        print(json.dumps(decode_worker(json.loads(args.worker))))
+    if args.mode in ("decode", "data") and args.worker:
+        worker = decode_worker if args.mode == "decode" else data_worker
+        print(json.dumps(worker(json.loads(args.worker))))
         return 0
-    names = ("steps", "batch_tokens", "length", "src_len", "repeat", "eval_batch_tokens", "threads")
+    names = ("steps", "batch_tokens", "length", "src_len", "repeat", "eval_batch_tokens", "threads", "pairs",
+             "processes", "batches", "vocab_size")
     counts = [value for name in names if (value := getattr(args, name, None)) is not None]
     counts += getattr(args, "batch", []) + getattr(args, "beam_size", [])
-    at_least_zero = [getattr(args, name, 0) for name in ("limit", "warmup_steps", "loss_chunk")]
+    at_least_zero = [getattr(args, name, 0) for name in ("limit", "warmup_steps", "loss_chunk", "buckets")]
     if min(counts, default=1) < 1 or min(at_least_zero) < 0:
-        raise ValueError("counts and sizes must be positive (--limit, --warmup-steps, --loss-chunk at least 0)")
+        raise ValueError("counts and sizes must be positive (--limit, --warmup-steps, --loss-chunk, --buckets "
+                         "at least 0)")
     run, show = {"train": (benchmark_training, print_training), "decode": (benchmark_decoding, print_decoding),
-                 "cache": (time_cache, print_cache)}[args.mode]
+                 "cache": (time_cache, print_cache), "data": (benchmark_data, print_data)}[args.mode]
     report = run(args)
     report["command"] = "python -m annotated_transformer.benchmark " + " ".join(sys.argv[1:] if argv is None else argv)
     show(report)
@@ -350,6 +369,104 @@ def main(argv: list[str] | None = None) -> int:
         write_atomically(args.output, json.dumps(report, indent=1) + "\n")
         print(f"wrote {args.output}")
     return 0
+
+
+def synthetic_chunks(sample: Sequence[tuple[str, str]], pairs: int, chunk: int = 100_000):
+    """``pairs`` pairs made from ``sample``, in chunks: copy c of a pair has the words of each side rotated
+    by c places, so that the corpus has the sample's words and lengths in ever new sentences."""
+    def varied(k: int) -> tuple[str, str]:
+        copy, (src, tgt) = k // len(sample), sample[k % len(sample)]
+        shifts = [(words, copy % max(len(words), 1)) for words in (src.split(), tgt.split())]
+        return tuple(" ".join(words[shift:] + words[:shift]) for words, shift in shifts)
+
+    for first in range(0, pairs, chunk):
+        yield [varied(k) for k in range(first, min(first + chunk, pairs))]
+
+
+def data_worker(job: dict) -> dict:
+    """One training process's start on the cache: map it, plan an epoch, collate the first batch, make one
+    update of a small model; then time the assembly of ``job['batches']`` more batches."""
+    cache = data.TokenCache(Path(job["cache"]))
+    batching = data.batching(*cache.lengths(), job["batch_tokens"], job["buckets"], seed=0)
+    order = batching.epoch(0)
+    planned = time.time()
+    first = batching.collate(cache, order[0])
+    data_rss = peak_memory_gib("cpu")  # the process with its plan and first batch, before any model
+    config = RUN_PRESETS["multi30k"][0].replace(vocab_size=job["vocab_size"])
+    update = time_training("fast", config, [first], "cpu", warmup=0, loss_chunk=4096)  # scores: 4,096 rows at a time
+    first_update = time.time()
+    start, tokens = time.perf_counter(), 0
+    for indices in order[1 : 1 + job["batches"]]:
+        batch = batching.collate(cache, indices)
+        tokens += int(batch.src_mask.sum()) + batch.n_tokens
+    seconds = time.perf_counter() - start
+    return {"planned_at": planned, "first_update_at": first_update, "update_seconds": update["seconds"],
+            "batches": job["batches"], "tokens": tokens, "tokens_per_s": tokens / seconds,
+            "data_rss_gib": data_rss, "peak_rss_gib": peak_memory_gib("cpu")}
+
+
+def benchmark_data(args) -> dict:
+    """The ``data`` mode: a corpus of ``args.pairs`` pairs made from the WMT14 sample, encoded once into a
+    token cache; then ``args.processes`` fresh processes map it at the same time, as training's would."""
+    sample = data.load_pairs("wmt14", "sample", "en", "de", args.data_dir)
+    sp = data.train_shared_vocab(sample, args.vocab_size, VOCABULARIES)
+    with tempfile.TemporaryDirectory(dir=args.work_dir) as work:
+        folder = Path(work) / "cache"
+        start = time.perf_counter()
+        chunks = tqdm(synthetic_chunks(sample, args.pairs), total=-(-args.pairs // 100_000), unit="chunk",
+                      desc="encoding", disable=not args.progress)
+        cache = data.token_cache(folder, sp, chunks, 256, threads=os.cpu_count() or 1)
+        encode_seconds = time.perf_counter() - start
+        job = {"cache": str(folder), "batch_tokens": args.batch_tokens, "buckets": args.buckets,
+               "vocab_size": sp.get_piece_size(), "batches": args.batches}
+        command = [sys.executable, "-m", "annotated_transformer.benchmark", "data", "--worker", json.dumps(job)]
+        launched = time.time()
+        workers = [subprocess.Popen(command, stdout=subprocess.PIPE, text=True) for _ in range(args.processes)]
+        outputs = [w.communicate()[0] for w in workers]
+        if any(w.returncode for w in workers):
+            raise RuntimeError("a data worker failed; its error is printed above")
+        results = [json.loads(out.strip().splitlines()[-1]) for out in outputs]
+        cache_bytes = sum(f.stat().st_size for f in folder.iterdir())
+    return {"mode": "data", "pairs": args.pairs, "kept": cache.meta["kept"], "device": describe("cpu"),
+            "vocab_size": sp.get_piece_size(), "cache_gib": cache_bytes / 2**30, "encode_seconds": encode_seconds,
+            "encoder_peak_rss_gib": peak_memory_gib("cpu"), "processes": args.processes,
+            "batch_tokens": args.batch_tokens, "buckets": args.buckets,
+            "plan_seconds": max(r["planned_at"] for r in results) - launched,
+            "first_update_seconds": max(r["first_update_at"] for r in results) - launched,
+            "peak_rss_gib": max([peak_memory_gib("cpu")] + [r["peak_rss_gib"] for r in results]),
+            "tokens_per_s": min(r["tokens_per_s"] for r in results), "workers": results}
+
+
+def print_data(report: dict) -> None:
+    print(f"{report['pairs']:,} pairs ({report['kept']:,} kept) encoded into a {report['cache_gib']:.2f} GiB cache "
+          f"in {report['encode_seconds']:.0f} s (encoder's peak RSS {report['encoder_peak_rss_gib']:.2f} GiB)")
+    print(f"{report['processes']} processes mapping it: first update {report['first_update_seconds']:.0f} s after "
+          f"launch (epoch planned at {report['plan_seconds']:.0f} s), peak RSS {report['peak_rss_gib']:.2f} GiB, "
+          f"batch assembly {report['tokens_per_s'] / 1e6:.2f}M tokens/s")
+
+
+def _data_options(modes) -> argparse.ArgumentParser:
+    mode = modes.add_parser("data", help="WMT14-size data: encoding once, mapping, batch assembly",
+                            description="Build a corpus of WMT14's size from the 10,000-pair WMT14 sample (each "
+                            "copy of a pair with its words rotated), encode it once into a memory-mapped token "
+                            "cache, then start fresh processes on it as training would: time to the first update, "
+                            "peak resident memory per process, and batch assembly in tokens/s.")
+    mode.add_argument("--pairs", type=int, default=at_scale(smoke=20_000, laptop=4_500_000), metavar="N",
+                      help="pairs in the synthetic corpus (default: %(default)s, WMT14 English-German's size)")
+    mode.add_argument("--processes", type=int, default=2, metavar="N",
+                      help="processes that map the cache at the same time (default: %(default)s)")
+    mode.add_argument("--batch-tokens", type=int, default=25_000, metavar="N",
+                      help="tokens per batch (default: %(default)s, §5.1)")
+    mode.add_argument("--buckets", type=int, default=8, metavar="N",
+                      help="fixed batch shapes, as training's --buckets; 0: sorted by length (default: %(default)s)")
+    mode.add_argument("--batches", type=int, default=200, metavar="N",
+                      help="batches each process assembles for the rate (default: %(default)s)")
+    mode.add_argument("--vocab-size", type=int, default=8000, metavar="N",
+                      help="vocabulary trained on the sample (default: %(default)s)")
+    mode.add_argument("--work-dir", type=Path, metavar="DIR",
+                      help="where the cache is built and then deleted (default: the system's temporary folder)")
+    mode.add_argument("--worker", help=argparse.SUPPRESS)
+    return mode
 
 
 if __name__ == "__main__":

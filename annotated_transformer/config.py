@@ -191,8 +191,11 @@ class RunConfig:
     loss_chunk_tokens: int = setting(0, "compute the loss this many target positions at a time, recomputing "
                                      "their scores in the backward pass (0: all at once; 4096 saves gigabytes "
                                      "with a 37,000-token vocabulary)")
-    compile: bool = setting(False, "torch.compile the model, for all sentence lengths at once (pays on GPUs; "
-                            "on a CPU it only adds a minute of compiling: see the performance chapter)")
+    compile: bool = setting(False, "torch.compile the model: for all sentence lengths at once, or with --buckets "
+                            "once per batch shape (pays on GPUs; on a CPU it only adds minutes of compiling: "
+                            "see the performance chapter)")
+    buckets: int = setting(0, "pad every batch to one of at most N fixed shapes (0: each batch to its own "
+                           "longest sentence); fixed shapes let --compile and cuDNN reuse their work")
     out_dir: str = setting("runs/multi30k-en-de", "run folder: configuration, vocabulary, metrics, checkpoints")
     average: int = setting(1, "translate the test split with the mean weights of the last N checkpoints (§6.1)")
     # How the test split is translated: the fields of DecodeConfig, with its defaults and help.
@@ -204,7 +207,7 @@ class RunConfig:
     def __post_init__(self):
         positive = ("batch_tokens", "accumulate", "warmup", "max_steps", "valid_every", "keep_checkpoints",
                     "log_every", "max_sentence_tokens", "average")
-        for name in (*positive, "save_every", "max_train_pairs", "loss_chunk_tokens"):
+        for name in (*positive, "save_every", "max_train_pairs", "loss_chunk_tokens", "buckets"):
             value, least = getattr(self, name), 1 if name in positive else 0
             if not isinstance(value, int) or isinstance(value, bool) or value < least:
                 raise ValueError(f"{option(name)} must be an integer of at least {least}, got {value!r}")

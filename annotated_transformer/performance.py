@@ -147,10 +147,23 @@ def peak_memory_gib(device: str) -> float | None:
     return next((int(line.split()[1]) / 2**20 for line in lines if line.startswith("VmHWM:")), None)
 
 
+def compiled(model, shapes: int = 0, backend="inductor"):
+    """``torch.compile(model)``: specialized to each of ``shapes`` fixed batch shapes (static kernels, one
+    compilation per shape), or with 0 once for every shape (kernels generic in the sizes)."""
+    if not shapes:
+        return torch.compile(model, dynamic=True, backend=backend)
+    dynamo = torch._dynamo.config  # room for every shape, or PyTorch falls back to eager after 8
+    name = "recompile_limit" if hasattr(dynamo, "recompile_limit") else "cache_size_limit"
+    setattr(dynamo, name, max(getattr(dynamo, name), shapes + 8))
+    return torch.compile(model, dynamic=False, backend=backend)
+
+
 def time_training(path: str, config, batches: list, device: str, warmup: int, bf16: bool = True,
                   compile: bool = False, seed: int = 0, profile: int = 0, loss_chunk: int = 0) -> dict:
     """Train a fresh model of implementation ``path`` on ``batches``: the first ``warmup`` untimed, then
-    the rest timed. Every path sees the same batches with the same loss, optimizer and schedule. With
+    the rest timed. Every path sees the same batches with the same loss, optimizer and schedule. Compiled,
+    the model is specialized to each batch shape when the untimed batches hold every shape there is
+    (a few fixed shapes: ``ShapedBatches``), else compiled once for all shapes. With
     ``profile``, that many further steps run under PyTorch's profiler and its top operators are returned.
     ``loss_chunk``: the fast path's loss in chunks of that many positions (``generator_loss``)."""
     torch.manual_seed(seed)
@@ -161,7 +174,9 @@ def time_training(path: str, config, batches: list, device: str, warmup: int, bf
     model = model.to(device).train()
     on_gpu, teaching = device.startswith("cuda"), path == "teaching"
     optimizer, scheduler = make_optimizer(model, config.d_model, 4000, fused=not teaching)
-    forward = torch.compile(model) if compile else model
+    shapes = {(b.src.shape, b.tgt_in.shape) for b in batches}
+    static = len(shapes) <= 16 and len({(b.src.shape, b.tgt_in.shape) for b in batches[:warmup]}) == len(shapes)
+    forward = compiled(model, len(shapes) if static else 0) if compile else model
     generator = getattr(model.generator, "proj", model.generator)  # the scores: the loss normalizes them
     use_bf16 = on_gpu and bf16 and not teaching
 
@@ -188,25 +203,31 @@ def time_training(path: str, config, batches: list, device: str, warmup: int, bf
     seconds = time.perf_counter() - start
     src, tgt = batch_lengths(batches[warmup:])
     result = {"path": path, "compiled": compile, "bf16": use_bf16, "loss_chunk": loss_chunk if path == "fast" else 0,
-              "steps": len(batches) - warmup,
+              "steps": len(batches) - warmup, "shapes": len(shapes), "static": compile and static,
               "seconds": seconds, "step_ms": 1000 * seconds / (len(batches) - warmup),
               "tgt_tokens_per_s": sum(tgt) / seconds, "tokens_per_s": (sum(src) + sum(tgt)) / seconds,
               "flops_per_s": training_flops(config, src, tgt) / seconds, "peak_memory_gib": peak_memory_gib(device)}
     if profile:
-        from torch.profiler import ProfilerActivity
-        from torch.profiler import profile as profiler
-
-        activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if on_gpu else [])
-        with profiler(activities=activities) as prof:
-            for batch in on_device[warmup : warmup + profile]:
-                step(batch)
-            synchronize()
-        key = "self_device_time_total" if on_gpu else "self_cpu_time_total"
-        events = sorted(prof.key_averages(), key=lambda e: -getattr(e, key))
-        total = sum(getattr(e, key) for e in events)
-        result["profile"] = [{"op": e.key, "ms_per_step": getattr(e, key) / 1000 / profile,
-                              "share": getattr(e, key) / total} for e in events[:15]]
+        result["profile"] = profile_steps(step, on_device[warmup : warmup + profile], on_gpu)
     return result
+
+
+def profile_steps(step, batches: list, on_gpu: bool, top: int = 15) -> list[dict]:
+    """Run ``step`` on each batch under PyTorch's profiler: its ``top`` operators by own time per step."""
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as profiler
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if on_gpu else [])
+    with profiler(activities=activities) as prof:
+        for batch in batches:
+            step(batch)
+        if on_gpu:
+            torch.cuda.synchronize()
+    key = "self_device_time_total" if on_gpu else "self_cpu_time_total"
+    events = sorted(prof.key_averages(), key=lambda e: -getattr(e, key))
+    total = sum(getattr(e, key) for e in events)
+    return [{"op": e.key, "ms_per_step": getattr(e, key) / 1000 / len(batches), "share": getattr(e, key) / total}
+            for e in events[:top]]
 
 
 def describe(device: str) -> dict:

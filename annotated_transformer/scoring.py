@@ -93,7 +93,7 @@ def evaluate(model, sp, pairs: list[tuple[str, str]], lang: str, device="cpu",
                "length_ratio": round(bleu.sys_len / max(bleu.ref_len, 1), 3),
                "chrf": round(result["chrf"].score, 2), "tokenized_bleu": round(result["tokenized_bleu"].score, 2),
                "bleu_signature": result["bleu_signature"], "chrf_signature": result["chrf_signature"],
-               "translate_seconds": round(seconds, 1)}
+               "translate_seconds": round(seconds, 1), "eval_batch_tokens": settings.eval_batch_tokens}
     return hypotheses, summary, result
 
 

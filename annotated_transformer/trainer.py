@@ -34,7 +34,7 @@ from annotated_transformer.config import RunConfig, TransformerConfig
 from annotated_transformer.diagnostics import source_alignment
 from annotated_transformer.model import count_parameters, make_model
 from annotated_transformer.optimization import accumulate_gradients, make_optimizer, sequence_loss, update_batches
-from annotated_transformer.performance import batch_lengths, peak_flops, planned_cost, training_flops
+from annotated_transformer.performance import batch_lengths, compiled, peak_flops, planned_cost, training_flops
 
 
 def resolve_device(name: str) -> str:
@@ -172,7 +172,7 @@ class UpdateStream:
         if self.budget < 1:
             raise ValueError(f"--batch-tokens {run.batch_tokens} cannot be split into {self.parts} parts")
         self.lengths = [len(s) + 1 for s, _ in pairs], [len(t) + 1 for _, t in pairs]  # tokens and <eos>
-        self.batches = data.TokenBatches(*self.lengths, self.budget, seed=run.seed)
+        self.batches = data.batching(*self.lengths, self.budget, run.buckets, seed=run.seed)
         self.epoch, self.plan = -1, []
 
     def plan_epoch(self, epoch: int) -> None:
@@ -194,7 +194,7 @@ class UpdateStream:
             self.plan_epoch(at.epoch)
             if at.position < len(self.plan):
                 at.position += 1
-                return [data.collate(self.pairs, b) for b in self.plan[at.position - 1]]
+                return [self.batches.collate(self.pairs, b) for b in self.plan[at.position - 1]]
             at.epoch, at.position = at.epoch + 1, 0
         raise data.DataError(f"one update needs {self.world * self.accumulate} batches but an epoch of the training "
                              "data has fewer: lower --accumulate or --batch-tokens, or use fewer processes")
@@ -264,7 +264,7 @@ def start(model_config: TransformerConfig, run: RunConfig) -> Session:
     optimizer, scheduler = make_optimizer(model, model_config.d_model, run.warmup, run.lr_factor, fused=on_gpu)
     ddp = torch.nn.parallel.DistributedDataParallel(model) if world > 1 else model
     if run.compile:  # the weights stay those of `model`, which checkpoints save
-        ddp = torch.compile(ddp, dynamic=True)
+        ddp = compiled(ddp, run.buckets)
     autocast = (lambda: torch.autocast("cuda", dtype=torch.bfloat16)) if on_gpu and run.bf16 else None
     peak = peak_flops(device, on_gpu and run.bf16, seconds=0.3)  # for the FLOPs utilisation in the metrics
     return Session(run, model_config, rank, world, device, settings, sp, valid_pairs,

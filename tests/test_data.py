@@ -2,10 +2,14 @@
 
 import gzip
 import html
+import multiprocessing
+import time
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import torch
 
 from annotated_transformer import data
 from annotated_transformer.data import DataError, TokenBatches, load_pairs
@@ -162,3 +166,70 @@ def test_token_batches_cover_each_pair_once_within_budget():
     assert TokenBatches(src, tgt, 120, seed=3).epoch(0) == batches  # reproducible
     assert TokenBatches(src, tgt, 120, seed=3).epoch(1) != batches  # reshuffled every epoch
     assert TokenBatches([500], [3], 120).epoch(0) == [[0]]  # an over-long pair gets a batch of its own
+
+
+def test_the_token_cache_holds_what_encode_pairs_keeps_and_gathers_the_same_batches(synthetic_pairs, tmp_path):
+    pairs = synthetic_pairs(500, seed=4) + [("", "leer"), ("word " * 60, "kurz")]  # one empty, one too long
+    sp = data.train_shared_vocab(pairs, 60, tmp_path / "vocab")
+    kept, _ = data.encode_pairs(sp, pairs, max_tokens=40)
+    chunks = [pairs[k : k + 128] for k in range(0, len(pairs), 128)]
+    cache = data.token_cache(tmp_path / "cache", sp, chunks, max_tokens=40)
+    assert len(cache) == len(kept) and [cache[i] for i in range(len(cache))] == kept
+    assert cache.meta == {"dtype": "uint16", "pairs": 502, "kept": len(kept), "empty": 1, "too_long": 1}
+    lengths = cache.lengths()
+    assert lengths == ([len(s) + 1 for s, _ in kept], [len(t) + 1 for _, t in kept])
+    for batches in (TokenBatches(*lengths, 200, seed=1), data.ShapedBatches(*lengths, 200, buckets=3, seed=1)):
+        for indices in batches.epoch(0):  # gathered from the map: the tensors collated from the lists
+            got, want = batches.collate(cache, indices), batches.collate(kept, indices)
+            if isinstance(batches, TokenBatches):
+                got = cache.batch(indices)
+            for name in ("src", "tgt_in", "tgt_out", "src_mask", "tgt_mask"):
+                assert torch.equal(getattr(got, name), getattr(want, name)), name
+            assert got.n_tokens == want.n_tokens
+
+
+def test_the_token_cache_is_built_once_and_later_calls_map_it(synthetic_pairs, tmp_path):
+    pairs = synthetic_pairs(200, seed=5)
+    sp = data.train_shared_vocab(pairs, 60, tmp_path / "vocab")
+    folder = tmp_path / "cache"
+    first = data.token_cache(folder, sp, [pairs])
+    stamp = (folder / "src.ids").stat().st_mtime_ns
+
+    def must_not_encode():
+        raise AssertionError("the corpus was encoded a second time")
+        yield
+
+    second = data.token_cache(folder, sp, must_not_encode())  # finds the finished cache and maps it
+    assert (folder / "src.ids").stat().st_mtime_ns == stamp and second[7] == first[7]
+    with pytest.raises(DataError, match="no pair is left"):
+        data.token_cache(tmp_path / "none", sp, [[("", "")]])
+    assert not (tmp_path / "none" / "meta.json").exists()  # a failed build leaves no cache that looks finished
+
+
+def _build_cache_in_a_process(folder: str, vocab: str, pairs: list, marks: str) -> None:
+    import sentencepiece as spm
+
+    def chunks():
+        with open(marks, "a") as f:
+            f.write("encoding\n")
+        time.sleep(0.5)  # long enough for the other process to arrive while this one holds the lock
+        yield pairs
+
+    cache = data.token_cache(Path(folder), spm.SentencePieceProcessor(model_file=vocab), chunks())
+    assert len(cache) == len(pairs)
+
+
+def test_of_two_processes_one_encodes_and_the_other_waits_and_maps(synthetic_pairs, tmp_path):
+    pairs = synthetic_pairs(100, seed=6)
+    data.train_shared_vocab(pairs, 60, tmp_path / "vocab")
+    vocab = str(next((tmp_path / "vocab").glob("*.model")))
+    marks = tmp_path / "marks"
+    context = multiprocessing.get_context("spawn")
+    args = (str(tmp_path / "cache"), vocab, pairs, str(marks))
+    processes = [context.Process(target=_build_cache_in_a_process, args=args) for _ in range(2)]
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join()
+    assert [process.exitcode for process in processes] == [0, 0]
+    assert marks.read_text().splitlines() == ["encoding"]  # one of them encoded; the other only mapped

@@ -10,7 +10,7 @@ from annotated_transformer.data import Batch
 from annotated_transformer.decoding import greedy_decode, strip_special
 from annotated_transformer.model import make_model
 from annotated_transformer.optimization import generator_loss, make_optimizer, sequence_loss
-from annotated_transformer.performance import forward_flops, training_flops
+from annotated_transformer.performance import compiled, forward_flops, training_flops
 from annotated_transformer.reference import TorchTransformer, copy_weights
 
 TINY = TransformerConfig(vocab_size=120, n_layers=2, d_model=32, d_ff=64, n_heads=4, dropout=0.0)
@@ -143,3 +143,88 @@ def test_cache_timing_reports_the_repeats_it_made(capsys):
     assert benchmark.main(["cache", "--length", "2", "--src-len", "2", "--batch", "1", "--beam", "1",
                            "--repeat", "1"]) == 0
     assert "best of 1," in capsys.readouterr().out
+
+
+def _lengths(n: int, seed: int = 0) -> tuple[list[int], list[int]]:
+    """Source and target lengths (with <eos>) shaped like a corpus's: mostly short, a long tail."""
+    g = torch.Generator().manual_seed(seed)
+    src = (torch.distributions.LogNormal(2.6, 0.45).sample((n,)).clamp(2, 90)).long()
+    tgt = (src.float() * torch.empty(n).uniform_(0.8, 1.3, generator=g)).long().clamp(2, 100)
+    return src.tolist(), tgt.tolist()
+
+
+def test_bucket_lengths_leave_the_least_padding():
+    import itertools
+    import random
+
+    rng = random.Random(0)
+    for _ in range(200):
+        lengths = [rng.randint(1, 15) for _ in range(rng.randint(1, 25))]
+        buckets = rng.randint(1, 4)
+        chosen = data.bucket_lengths(lengths, buckets)
+
+        def padding(edges, lengths=lengths):
+            return sum(min(e for e in edges if e >= n) - n for n in lengths)
+
+        values = sorted(set(lengths))
+        best = min(padding({*c, max(lengths)}) for r in range(min(buckets, len(values)))
+                   for c in itertools.combinations(values, r))  # every choice of the other bucket lengths
+        assert len(chosen) <= buckets and max(lengths) in chosen and padding(chosen) == best
+
+
+def test_shaped_batches_hold_every_sentence_once_in_a_few_shapes_within_budget():
+    src, tgt = _lengths(3000)
+    src[7], tgt[7] = 400, 30  # one pair longer than the budget
+    batching = data.ShapedBatches(src, tgt, max_tokens=300, buckets=6, seed=1)
+    pairs = [([5] * (s - 1), [6] * (t - 1)) for s, t in zip(src, tgt)]
+    for epoch in range(2):
+        batches = batching.epoch(epoch)
+        assert sorted(i for b in batches for i in b) == list(range(3000))  # each sentence once per epoch
+        shapes = set()
+        for b in batches:
+            rows, src_len, tgt_len = batching.shape_of(b)
+            assert len(b) <= rows and all(src[i] <= src_len and tgt[i] <= tgt_len for i in b)
+            assert rows * max(src_len, tgt_len) <= 300 or rows == 1  # only the over-long pair breaks it
+            batch = batching.collate(pairs, b)
+            assert batch.src.shape == (rows, src_len) and batch.tgt_in.shape == (rows, tgt_len)
+            assert batch.n_tokens == sum(tgt[i] for i in b)  # placeholder rows carry no target token
+            shapes.add((batch.src.shape, batch.tgt_in.shape))
+        assert len(shapes) == len(batching.shapes) == 6
+    assert batching.epoch(0) == data.ShapedBatches(src, tgt, 300, 6, seed=1).epoch(0)  # reproducible
+    assert batching.epoch(0) != batching.epoch(1)  # reshuffled every epoch
+
+
+def test_placeholder_rows_and_padding_change_no_loss():
+    torch.manual_seed(0)
+    model = make_model(TINY).eval()
+    src, tgt = _lengths(60, seed=2)
+    pairs = [(torch.randint(4, 120, (s - 1,)).tolist(), torch.randint(4, 120, (t - 1,)).tolist())
+             for s, t in zip(src, tgt)]
+    batching = data.ShapedBatches(src, tgt, max_tokens=400, buckets=3)
+    for indices in batching.epoch(0):
+        exact, shaped = data.collate(pairs, indices), batching.collate(pairs, indices)
+        assert shaped.src.numel() >= exact.src.numel()
+        with torch.no_grad():
+            losses = [generator_loss(model.generator, model(b.src, b.tgt_in, b.src_mask, b.tgt_mask), b.tgt_out,
+                                     data.PAD, 0.1) for b in (exact, shaped)]
+        assert losses[1] == pytest.approx(losses[0].item(), rel=1e-5)
+
+
+def test_a_compiled_model_compiles_once_per_fixed_shape():
+    compilations = []
+
+    def counting_backend(graph, example_inputs):  # runs the captured graph as it is, counting captures
+        compilations.append([tuple(x.shape) for x in example_inputs if isinstance(x, torch.Tensor)])
+        return graph.forward
+
+    torch.manual_seed(0)
+    model = make_model(TINY).train()
+    forward = compiled(model, shapes=4, backend=counting_backend)
+    src, tgt = _lengths(400, seed=3)
+    pairs = [([5] * (s - 1), [6] * (t - 1)) for s, t in zip(src, tgt)]
+    batching = data.ShapedBatches(src, tgt, max_tokens=600, buckets=4)
+    batches = [batching.collate(pairs, b) for b in batching.epoch(0) + batching.epoch(1)]
+    for b in batches:  # two epochs of updates' forward and backward passes
+        forward(b.src, b.tgt_in, b.src_mask, b.tgt_mask).float().pow(2).mean().backward()
+    assert len({(b.src.shape, b.tgt_in.shape) for b in batches}) == 4
+    assert len(compilations) == 4  # once per shape, never again in the second epoch

@@ -290,8 +290,10 @@ def test_help_shows_the_defaults_of_the_chosen_preset(capsys):
     assert "--no-bf16" in out and "--max-tokens" in out and "--lenpen" in out
 
 
-def test_compiled_training_follows_the_eager_trajectory(text_corpus, tmp_path):
-    steps = ["--max-steps", "4", "--dropout", "0", "--beam-size", "1"]  # compiled dropout draws other masks
+@pytest.mark.parametrize("buckets", ["0", "2"])  # one compilation for all shapes; one per fixed shape
+def test_compiled_training_follows_the_eager_trajectory(text_corpus, tmp_path, buckets):
+    steps = ["--max-steps", "4", "--dropout", "0", "--beam-size", "1", "--buckets", buckets]  # compiled
+    # dropout would draw other masks
     assert train.main(_cli(text_corpus, tmp_path / "eager", *steps)) == 0
     assert train.main(_cli(text_corpus, tmp_path / "compiled", *steps, "--compile")) == 0
     eager, compiled = _losses(tmp_path / "eager"), _losses(tmp_path / "compiled")
