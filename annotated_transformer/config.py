@@ -196,7 +196,8 @@ class RunConfig:
                             "see the performance chapter)")
     buckets: int = setting(0, "pad every batch to one of at most N fixed shapes (0: each batch to its own "
                            "longest sentence); fixed shapes let --compile and cuDNN reuse their work")
-    out_dir: str = setting("runs/multi30k-en-de", "run folder: configuration, vocabulary, metrics, checkpoints")
+    out_dir: str = setting("runs/multi30k-en-de", "run folder: configuration, vocabulary, token cache, metrics, "
+                           "checkpoints")
     average: int = setting(1, "translate the test split with the mean weights of the last N checkpoints (§6.1)")
     # How the test split is translated: the fields of DecodeConfig, with its defaults and help.
     beam_size: int = setting(DecodeConfig.beam_size, DECODE_HELP["beam_size"])

@@ -327,21 +327,29 @@ def train_shared_vocab(pairs: Sequence[tuple[str, str]], vocab_size: int, cache_
     return spm.SentencePieceProcessor(model_file=str(path))
 
 
+def dropped(src_ids: Sequence[int], tgt_ids: Sequence[int], max_tokens: int | None) -> str:
+    """Why a pair of token-id sequences is dropped ('empty' or 'too_long'), or '' when it is kept."""
+    if not src_ids or not tgt_ids:
+        return "empty"
+    if max_tokens is not None and (len(src_ids) + 1 > max_tokens or len(tgt_ids) + 1 > max_tokens):
+        return "too_long"
+    return ""
+
+
+def kept_report(counts: dict, max_tokens: int | None) -> str:
+    return (f"kept {counts['kept']:,} of {counts['pairs']:,} pairs ({counts['empty']:,} with an empty side, "
+            f"{counts['too_long']:,} over {max_tokens} tokens)")
+
+
 def encode_pairs(sp, pairs: Sequence[tuple[str, str]], max_tokens: int | None = None):
     """Token ids of each pair, with empty and over-long pairs removed; returns (kept, report)."""
-    kept, empty, too_long = [], 0, 0
-    src_ids = sp.encode([s for s, _ in pairs])
-    tgt_ids = sp.encode([t for _, t in pairs])
-    for s, t in zip(src_ids, tgt_ids):
-        if not s or not t:
-            empty += 1
-        elif max_tokens is not None and (len(s) + 1 > max_tokens or len(t) + 1 > max_tokens):
-            too_long += 1
-        else:
+    kept, counts = [], {"pairs": len(pairs), "kept": 0, "empty": 0, "too_long": 0}
+    for s, t in zip(sp.encode([s for s, _ in pairs]), sp.encode([t for _, t in pairs])):
+        reason = dropped(s, t, max_tokens)
+        counts[reason or "kept"] += 1
+        if not reason:
             kept.append((s, t))
-    report = (f"kept {len(kept):,} of {len(pairs):,} pairs ({empty:,} with an empty side, "
-              f"{too_long:,} over {max_tokens} tokens)")
-    return kept, report
+    return kept, kept_report(counts, max_tokens)
 
 
 @dataclass
@@ -493,15 +501,6 @@ def batching(src_lengths: Sequence[int], tgt_lengths: Sequence[int], max_tokens:
     return TokenBatches(src_lengths, tgt_lengths, max_tokens, seed=seed)
 
 
-def keep_pair(src_ids: Sequence[int], tgt_ids: Sequence[int], max_tokens: int | None) -> str:
-    """Why a pair of token-id sequences is dropped ('empty', 'too_long'), or '' when it is kept."""
-    if not src_ids or not tgt_ids:
-        return "empty"
-    if max_tokens is not None and (len(src_ids) + 1 > max_tokens or len(tgt_ids) + 1 > max_tokens):
-        return "too_long"
-    return ""
-
-
 class TokenCache:
     """A corpus's pairs as token ids in memory-mapped files: per side, one flat file of ids and one of
     the offsets where each sentence starts. ``cache[i]`` is (source ids, target ids), as in the lists of
@@ -560,6 +559,25 @@ def token_cache(folder: Path, sp, chunks: Iterable[Sequence[tuple[str, str]]], m
     return TokenCache(folder)
 
 
+def lengths_of(pairs) -> tuple[list[int], list[int]]:
+    """Source and target lengths with <eos> of encoded pairs: a TokenCache's from its offsets, a list's counted."""
+    if isinstance(pairs, TokenCache):
+        return pairs.lengths()
+    return [len(s) + 1 for s, _ in pairs], [len(t) + 1 for _, t in pairs]
+
+
+def cached_pairs(vocab: Path, sp, pairs: Sequence[tuple[str, str]], max_tokens: int | None = None,
+                 chunk: int = 100_000) -> tuple[TokenCache | list, str]:
+    """``encode_pairs`` into the token cache of a run folder whose vocabulary file is ``vocab``
+    (RUN/tokens/NAME-maxN): (the cache, or [] when no pair is kept; the report)."""
+    folder = vocab.parent.parent / "tokens" / f"{vocab.stem}-max{max_tokens}"
+    try:
+        cache = token_cache(folder, sp, (pairs[k : k + chunk] for k in range(0, len(pairs), chunk)), max_tokens)
+    except DataError as nothing_kept:  # the caller says which option to change
+        return [], str(nothing_kept).removeprefix("no pair is left to cache: ")
+    return cache, kept_report(cache.meta, max_tokens)
+
+
 def _encode_into(folder: Path, sp, chunks, max_tokens: int | None, threads: int) -> None:
     dtype = np.uint16 if sp.get_piece_size() <= 2**16 else np.int32
     counts, lengths = {"pairs": 0, "kept": 0, "empty": 0, "too_long": 0}, ([], [])
@@ -567,16 +585,17 @@ def _encode_into(folder: Path, sp, chunks, max_tokens: int | None, threads: int)
     with files[0], files[1]:
         for chunk in chunks:
             encoded = [sp.encode([pair[k] for pair in chunk], num_threads=threads) for k in (0, 1)]
-            kept = [(s, t) for s, t in zip(*encoded) if not keep_pair(s, t, max_tokens)]
-            for s, t in zip(*encoded):
-                counts[keep_pair(s, t, max_tokens) or "kept"] += 1
+            reasons = [dropped(s, t, max_tokens) for s, t in zip(*encoded)]  # encode_pairs' rule
+            kept = [pair for pair, reason in zip(zip(*encoded), reasons) if not reason]
+            for reason in reasons:
+                counts[reason or "kept"] += 1
             counts["pairs"] += len(chunk)
             for k, file in enumerate(files):
                 rows = [pair[k] for pair in kept]
                 np.fromiter(itertools.chain.from_iterable(rows), dtype=dtype).tofile(file)
                 lengths[k].append(np.fromiter(map(len, rows), dtype=np.int64, count=len(rows)))
     if not counts["kept"]:
-        raise DataError(f"no pair is left to cache once empty pairs and pairs over {max_tokens} tokens are dropped")
+        raise DataError(f"no pair is left to cache: {kept_report(counts, max_tokens)}")
     for k, side in enumerate(("src", "tgt")):
         np.concatenate([[0], np.cumsum(np.concatenate(lengths[k]))]).astype(np.int64).tofile(folder / f"{side}.offsets")
         os.replace(folder / f"{side}.ids.part", folder / f"{side}.ids")

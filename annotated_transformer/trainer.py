@@ -111,19 +111,19 @@ def load_splits(run: RunConfig) -> tuple[list, list]:
     return train_pairs, data.load_pairs(run.corpus, run.valid_split, run.src_lang, run.tgt_lang, data_dir)
 
 
-def prepare_data(run: RunConfig, vocab_size: int, vocab_path: Path, splits: tuple, say=print):
-    """The vocabulary (read from ``vocab_path``, or trained in memory when that file does not exist yet)
-    and the training and validation pairs as token ids, filtered. Writes nothing; returns the vocabulary's
-    bytes when it was trained here (to be written once every input has proved good)."""
+def prepare_data(run: RunConfig, vocab_size: int, vocab_path: Path, splits: tuple, say=print, cache: bool = True):
+    """The vocabulary (read from ``vocab_path``, else trained in memory) and the pairs as token ids, filtered;
+    with ``cache`` the training pairs go into the run folder's token cache, built once and mapped by every
+    process. Writes nothing else; returns the vocabulary's bytes if trained here, to be written later."""
     import sentencepiece as spm
 
     train_pairs, valid_pairs = splits
     trained = None if vocab_path.is_file() else data.train_vocab(train_pairs, vocab_size)
-    sp = spm.SentencePieceProcessor(model_proto=trained) if trained else spm.SentencePieceProcessor(
-        model_file=str(vocab_path))
+    sp = spm.SentencePieceProcessor(**({"model_proto": trained} if trained else {"model_file": str(vocab_path)}))
     if sp.get_piece_size() != vocab_size:
         raise data.DataError(f"the vocabulary has {sp.get_piece_size()} entries, the model expects {vocab_size}")
-    train, report = data.encode_pairs(sp, train_pairs, run.max_sentence_tokens)
+    train, report = (data.cached_pairs(vocab_path, sp, train_pairs, run.max_sentence_tokens) if cache
+                     else data.encode_pairs(sp, train_pairs, run.max_sentence_tokens))
     say(f"train: {report}")
     valid, report = data.encode_pairs(sp, valid_pairs, run.max_sentence_tokens)
     say(f"valid: {report}")
@@ -171,7 +171,7 @@ class UpdateStream:
         self.budget = run.batch_tokens // self.parts  # tokens in one micro-batch
         if self.budget < 1:
             raise ValueError(f"--batch-tokens {run.batch_tokens} cannot be split into {self.parts} parts")
-        self.lengths = [len(s) + 1 for s, _ in pairs], [len(t) + 1 for _, t in pairs]  # tokens and <eos>
+        self.lengths = data.lengths_of(pairs)  # tokens and <eos>: what the batches count
         self.batches = data.batching(*self.lengths, self.budget, run.buckets, seed=run.seed)
         self.epoch, self.plan = -1, []
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from annotated_transformer import train, trainer
+from annotated_transformer import data, train, trainer
 from annotated_transformer.checkpoints import RunLock, checkpoints, latest_checkpoint, load_checkpoint
 from annotated_transformer.config import PRESETS, RunConfig, TransformerConfig
 from annotated_transformer.data import PAD, Batch
@@ -350,3 +350,14 @@ def test_unknown_devices_are_refused_by_name(name, message):
     with pytest.raises(ValueError, match=message):
         trainer.resolve_device(name)
     assert trainer.resolve_device("cpu") == "cpu"
+
+
+def test_training_keeps_its_pairs_in_a_token_cache_that_a_resumed_run_maps(text_corpus, tmp_path, capsys):
+    run = tmp_path / "run"
+    assert train.main(_cli(text_corpus, run, "--max-steps", "2")) == 0
+    (meta,) = (run / "tokens").glob("*/meta.json")
+    cache = data.TokenCache(meta.parent)
+    assert f"train: kept {len(cache):,} of 400 pairs" in capsys.readouterr().out
+    stamp = (meta.parent / "src.ids").stat().st_mtime_ns
+    assert train.main(_cli(text_corpus, run, "--max-steps", "4")) == 0  # resumes: maps, encodes nothing
+    assert (meta.parent / "src.ids").stat().st_mtime_ns == stamp and sorted(_losses(run)) == [1, 2, 3, 4]

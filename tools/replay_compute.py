@@ -29,7 +29,8 @@ def replay(run_dir: Path, data_dir: Path) -> dict[int, float]:
     splits = trainer.load_splits(run)
     with tempfile.TemporaryDirectory() as folder:  # the vocabulary is trained again, in memory
         vocab = Path(folder) / data.vocab_file(splits[0], model.vocab_size)
-        _, train_pairs, _, _ = trainer.prepare_data(run, model.vocab_size, vocab, splits, say=lambda *a: None)
+        _, train_pairs, _, _ = trainer.prepare_data(run, model.vocab_size, vocab, splits, say=lambda *a: None,
+                                                    cache=False)  # lists: the folder goes away
     stream = trainer.UpdateStream(train_pairs, run, settings.get("world_size", 1), 0)
     at, total, totals = trainer.Position(), 0.0, {}
     for _ in tqdm(range(max(logged)), desc="replaying updates", unit="update"):
