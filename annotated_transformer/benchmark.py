@@ -57,8 +57,7 @@ def real_batches(config, corpus: str, split: str, batch_tokens: int, count: int,
     pairs = data.load_pairs(corpus, split, "en", "de", data_dir)
     sp = data.train_shared_vocab(pairs, min(config.vocab_size, 8000), VOCABULARIES)
     encoded, _ = data.encode_pairs(sp, pairs, 256)
-    lengths = [len(s) + 1 for s, _ in encoded], [len(t) + 1 for _, t in encoded]
-    batches = data.batching(*lengths, batch_tokens, buckets)
+    batches = data.batching(*data.pair_lengths(encoded), batch_tokens, buckets)
     order = batches.epoch(0)
     if buckets:  # the untimed updates meet every shape: compiling happens there
         firsts = {batches.shape_of(b): b for b in reversed(order)}

@@ -397,16 +397,31 @@ def pad_rows(rows: Sequence[list[int]], width: int = 0) -> torch.Tensor:
     return out
 
 
-def collate(pairs: Sequence[tuple[list[int], list[int]]], indices: Sequence[int]):
-    """A Batch: sources end with <eos>; targets are <bos> y <eos>; both padded with PAD."""
-    src = pad_rows([pairs[i][0] + [EOS] for i in indices])
-    tgt = pad_rows([[BOS] + pairs[i][1] + [EOS] for i in indices])
+def collate(pairs: Sequence[tuple[list[int], list[int]]], indices: Sequence[int], shape=None) -> Batch:
+    """A Batch: sources end with <eos>; targets are <bos> y <eos>; both padded with PAD. With ``shape``
+    (rows, source length, target length: the fixed shapes of the performance chapter), placeholder rows
+    (source <eos>, target only padding) and padding fill the batch up to it. A corpus that gathers its own
+    batches (the token cache of the performance chapter) is asked to, with the same arguments."""
+    if hasattr(pairs, "batch"):
+        return pairs.batch(indices, shape)
+    rows, src_length, tgt_length = shape or (len(indices), 0, -1)
+    filler = rows - len(indices)
+    src = pad_rows([pairs[i][0] + [EOS] for i in indices] + [[EOS]] * filler, src_length)
+    tgt = pad_rows([[BOS] + pairs[i][1] + [EOS] for i in indices] + [[BOS]] * filler, tgt_length + 1)
     return Batch.from_tensors(src, tgt, pad=PAD)
+
+
+def pair_lengths(pairs) -> tuple[list[int], list[int]]:
+    """Source and target lengths as batches count them: a source with its <eos>, a target as decoder
+    positions (its tokens and <eos>). A corpus that keeps its own lengths (the token cache) gives them."""
+    if hasattr(pairs, "lengths"):
+        return pairs.lengths()
+    return [len(s) + 1 for s, _ in pairs], [len(t) + 1 for _, t in pairs]
 
 
 def validation_batches(pairs, batch_tokens: int, device):
     """The pairs as batches of about ``batch_tokens`` tokens, in one fixed order, on ``device``."""
-    lengths = [len(s) + 1 for s, _ in pairs], [len(t) + 1 for _, t in pairs]
+    lengths = pair_lengths(pairs)
     for indices in TokenBatches(*lengths, batch_tokens, shuffle=False).epoch(0):
         yield collate(pairs, indices).to(device)
 
@@ -483,15 +498,8 @@ class ShapedBatches:
         return batches
 
     def collate(self, pairs: Sequence[tuple[list[int], list[int]]], indices: Sequence[int]) -> Batch:
-        """The Batch of ``indices`` in its bucket's shape: placeholder rows (source <eos>, target only
-        padding) fill it up to the bucket's rows, and padding fills every row to the bucket's lengths."""
-        if hasattr(pairs, "batch"):  # a corpus that gathers its own batches: the token cache below
-            return pairs.batch(indices, self.shape_of(indices))
-        rows, src_length, tgt_length = self.shape_of(indices)
-        filler = rows - len(indices)
-        src = [pairs[i][0] + [EOS] for i in indices] + [[EOS]] * filler
-        tgt = [[BOS] + pairs[i][1] + [EOS] for i in indices] + [[BOS]] * filler
-        return Batch.from_tensors(pad_rows(src, src_length), pad_rows(tgt, tgt_length + 1), pad=PAD)
+        """The Batch of ``indices`` in its bucket's shape (``collate`` with placeholder rows and padding)."""
+        return collate(pairs, indices, self.shape_of(indices))
 
 
 def batching(src_lengths: Sequence[int], tgt_lengths: Sequence[int], max_tokens: int, buckets: int = 0, seed: int = 0):
@@ -522,8 +530,8 @@ class TokenCache:
         return tuple((np.diff(o) + 1).tolist() for o in self.offsets)
 
     def batch(self, indices: Sequence[int], shape: tuple[int, int, int] | None = None) -> Batch:
-        """The Batch that ``collate`` makes of ``indices`` (with ``shape``, the one ``ShapedBatches.collate``
-        makes), gathered from the map with array operations instead of a loop over sentences."""
+        """The Batch that ``collate`` makes of ``indices`` and ``shape`` from lists, gathered from the map with
+        array operations instead of a loop over sentences (``collate`` calls this for a TokenCache)."""
         rows, src_len, tgt_len = shape or (len(indices), 0, -1)
         idx = np.asarray(indices, dtype=np.int64)
         src = self._rows(0, idx, rows, src_len, first=None, filler=EOS)  # ids <eos>; placeholders: <eos>
@@ -557,13 +565,6 @@ def token_cache(folder: Path, sp, chunks: Iterable[Sequence[tuple[str, str]]], m
         if not (folder / "meta.json").is_file():
             _encode_into(folder, sp, chunks, max_tokens, threads)
     return TokenCache(folder)
-
-
-def lengths_of(pairs) -> tuple[list[int], list[int]]:
-    """Source and target lengths with <eos> of encoded pairs: a TokenCache's from its offsets, a list's counted."""
-    if isinstance(pairs, TokenCache):
-        return pairs.lengths()
-    return [len(s) + 1 for s, _ in pairs], [len(t) + 1 for _, t in pairs]
 
 
 def cached_pairs(vocab: Path, sp, pairs: Sequence[tuple[str, str]], max_tokens: int | None = None,

@@ -171,7 +171,7 @@ class UpdateStream:
         self.budget = run.batch_tokens // self.parts  # tokens in one micro-batch
         if self.budget < 1:
             raise ValueError(f"--batch-tokens {run.batch_tokens} cannot be split into {self.parts} parts")
-        self.lengths = data.lengths_of(pairs)  # tokens and <eos>: what the batches count
+        self.lengths = data.pair_lengths(pairs)  # tokens and <eos>: what the batches count
         self.batches = data.batching(*self.lengths, self.budget, run.buckets, seed=run.seed)
         self.epoch, self.plan = -1, []
 

@@ -176,13 +176,11 @@ def test_the_token_cache_holds_what_encode_pairs_keeps_and_gathers_the_same_batc
     cache = data.token_cache(tmp_path / "cache", sp, chunks, max_tokens=40)
     assert len(cache) == len(kept) and [cache[i] for i in range(len(cache))] == kept
     assert cache.meta == {"dtype": "uint16", "pairs": 502, "kept": len(kept), "empty": 1, "too_long": 1}
-    lengths = cache.lengths()
+    lengths = data.pair_lengths(cache)
     assert lengths == ([len(s) + 1 for s, _ in kept], [len(t) + 1 for _, t in kept])
     for batches in (TokenBatches(*lengths, 200, seed=1), data.ShapedBatches(*lengths, 200, buckets=3, seed=1)):
         for indices in batches.epoch(0):  # gathered from the map: the tensors collated from the lists
             got, want = batches.collate(cache, indices), batches.collate(kept, indices)
-            if isinstance(batches, TokenBatches):
-                got = cache.batch(indices)
             for name in ("src", "tgt_in", "tgt_out", "src_mask", "tgt_mask"):
                 assert torch.equal(getattr(got, name), getattr(want, name)), name
             assert got.n_tokens == want.n_tokens
