@@ -122,6 +122,9 @@ def latest_checkpoint(out_dir: Path) -> Path | None:
 AFTER_TRAINING = ("max_steps", "max_minutes", "valid_every", "save_every", "save_every_minutes", "log_every",
                   "eval_batch_tokens", "average", "beam_size", "alpha", "max_extra", "data_dir", "compile",
                   "loss_chunk_tokens", "device", "out_dir")
+# Settings added after the first runs were made, with the value every run made before them trained with:
+# a run folder whose config.json lacks one resumes as if it recorded that value.
+ADDED_LATER = {"buckets": 0}
 
 
 class RunLock:
@@ -155,7 +158,7 @@ def check_same_run(out_dir: Path, saved: dict | None, settings: dict) -> None:
     """Refuse to resume a run folder with a different configuration (which would mix two runs)."""
     if saved is not None:
         differs = [option(k) for part in ("model", "run") for k in settings[part]
-                   if saved.get(part, {}).get(k) != settings[part][k] and k not in AFTER_TRAINING]
+                   if saved.get(part, {}).get(k, ADDED_LATER.get(k)) != settings[part][k] and k not in AFTER_TRAINING]
         if differs:
             raise ValueError(f"{out_dir} holds a run with different settings ({', '.join(differs)}); "
                              "use another --run, or delete the folder to start over")

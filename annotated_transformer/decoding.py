@@ -142,14 +142,27 @@ def drop_rows(keep: list[int], k: int, *tensors):
     return [t[rows] for t in tensors]
 
 
+def restricted(log_probs: torch.Tensor, allowed, active: list[int], outputs: torch.Tensor, k: int) -> torch.Tensor:
+    """``log_probs`` with -inf for every token that ``allowed(sentence, tokens)`` does not list for a row:
+    ``sentence`` is the row's sentence number in the batch, ``tokens`` its output so far (unchanged without
+    ``allowed``)."""
+    if allowed is None:
+        return log_probs
+    mask = torch.full_like(log_probs, float("-inf"))
+    for row, prefix in enumerate(outputs.tolist()):
+        mask[row, allowed(active[row // k], prefix)] = 0.0
+    return log_probs + mask
+
+
 def beam_search(model, src, src_mask, max_len, settings: DecodeConfig = PAPER_DECODING, n_best: int = 1,
-                eos: int = data.EOS, incremental: bool = True) -> list[list[Hypothesis]]:
+                eos: int = data.EOS, incremental: bool = True, allowed=None) -> list[list[Hypothesis]]:
     """Batched beam search with the GNMT length penalty; the ``n_best`` best hypotheses of each sentence,
     with the beam size and α of ``settings``.
 
     max_len: one limit for all sentences or a (batch,) tensor (the paper: source length + 50). A sentence
     stops when it has ``beam_size`` finished hypotheses, when no unfinished one can still beat its
-    ``n_best``-th best finished one, or at its length limit.
+    ``n_best``-th best finished one, or at its length limit. ``allowed``, if given, restricts the tokens
+    as ``restricted`` says (``eos`` must be listed for a hypothesis to end).
     """
     batch, k, alpha, device = src.size(0), settings.beam_size, settings.alpha, src.device
     if not 1 <= n_best <= k:
@@ -174,6 +187,7 @@ def beam_search(model, src, src_mask, max_len, settings: DecodeConfig = PAPER_DE
         step += 1
         n = len(active)
         log_probs = next_log_probs(model, memory, src_mask, ys, cache, banned=(data.PAD, data.BOS))  # (n * k, vocab)
+        log_probs = restricted(log_probs, allowed, active, ys[:, 1:], k)
         top_log_probs, top_beam, top_token, order = best_extensions(beam_log_probs, log_probs, k, eos)
         # An <eos> among the k best candidates ends a hypothesis; the k best others continue.
         for i, j in ((top_token[:, :k] == eos) & (top_log_probs[:, :k] > float("-inf"))).nonzero().tolist():
@@ -182,7 +196,6 @@ def beam_search(model, src, src_mask, max_len, settings: DecodeConfig = PAPER_DE
         beam_log_probs = top_log_probs.gather(1, order)  # (n, k)
         rows = (torch.arange(n, device=device).unsqueeze(1) * k + top_beam.gather(1, order)).view(-1)
         ys = torch.cat([ys[rows], top_token.gather(1, order).view(-1, 1)], dim=1)  # (n * k, step + 1)
-
         keep, best_alive = [], beam_log_probs.max(dim=1).values.tolist()
         for i, sentence in enumerate(active):
             if step >= limits[sentence]:  # length limit: the unfinished hypotheses end here
@@ -212,9 +225,10 @@ def decoding_batches(ids: list[list[int]], settings: DecodeConfig) -> list[list[
 
 @torch.no_grad()
 def decode_ids(model, ids: list[list[int]], device="cpu", settings: DecodeConfig = PAPER_DECODING,
-               progress: bool = False) -> list[list[int]]:
+               progress: bool = False, allowed=None) -> list[list[int]]:
     """The best output (token ids, without <eos>) for each source (token ids, without <eos>); empty sources
-    give empty outputs. Each output may be ``max_extra`` tokens longer than its source (§6.1: 50)."""
+    give empty outputs. Each output may be ``max_extra`` tokens longer than its source (§6.1: 50).
+    ``allowed(i, tokens)``, if given, restricts the output of source ``i`` as ``beam_search`` does."""
     model.eval()
     results = [[] for _ in ids]
     for indices in tqdm(decoding_batches(ids, settings), desc=f"translating (beam {settings.beam_size})",
@@ -225,11 +239,12 @@ def decode_ids(model, ids: list[list[int]], device="cpu", settings: DecodeConfig
         src = data.pad_rows([ids[i] + [data.EOS] for i in indices]).to(device)
         src_mask = (src != data.PAD).unsqueeze(-2)
         limits = src_mask.sum(dim=(1, 2)) + settings.max_extra  # (batch,): each sentence's own length + 50
-        if settings.beam_size == 1:
+        if settings.beam_size == 1 and allowed is None:
             outputs = strip_special(greedy_decode(model, src, src_mask, limits, data.BOS, data.EOS, data.PAD),
                                     data.EOS, data.PAD)
         else:
-            best = beam_search(model, src, src_mask, limits, settings)
+            restrict = None if allowed is None else lambda b, tokens, indices=indices: allowed(indices[b], tokens)
+            best = beam_search(model, src, src_mask, limits, settings, allowed=restrict)
             outputs = [[t for t in hyps[0].tokens if t != data.EOS] for hyps in best]
         for i, tokens in zip(indices, outputs):
             results[i] = tokens

@@ -32,7 +32,7 @@ from annotated_transformer.cli import (
     decoding_from_args,
 )
 from annotated_transformer.config import PARSING_MODEL, PARSING_RUN, DecodeConfig
-from annotated_transformer.decoding import translate_sentences
+from annotated_transformer.decoding import decode_ids, translate_sentences
 from annotated_transformer.scale import at_scale
 
 TREEBANK_URL = "https://raw.githubusercontent.com/nltk/nltk_data/gh-pages/packages/corpora/treebank.zip"
@@ -242,6 +242,88 @@ def bracket_scores(gold: list[Tree], predicted: list[Tree]) -> dict:
             "matched": matched, "gold": n_gold, "predicted": n_predicted}
 
 
+class TreeOfSentence:
+    """Which tokens may follow a linearized tree's tokens so that it stays a tree over exactly the words of
+    its sentence, in order: one outer constituent, every constituent holding at least one word, each
+    closing bracket matching the open constituent, at most ``max_depth`` constituents open at once, and
+    <eos> only once every word is written and every constituent closed. Call it with the sentence's number
+    and the output so far (token ids)."""
+
+    def __init__(self, sp, labels: list[str], sentences: list[list[str]], max_depth: int, eos: int = data.EOS):
+        self.starts = [sp.id_to_piece(i).startswith("▁") for i in range(sp.get_piece_size())]
+        self.opening = [(label, tuple(sp.encode("(" + label))) for label in labels]
+        self.closing = {label: tuple(sp.encode(")" + label)) for label in labels}
+        self.words = [[tuple(sp.encode(word)) for word in words] for words in sentences]
+        self.max_depth, self.eos, self.states, self.choices = max_depth, eos, {}, {}
+
+    def symbols(self, sentence: int, state) -> list[tuple[str, str, tuple]]:
+        """The symbols (kind, label, pieces) that may come next in ``state``."""
+        written, stack, just_opened, _ = state
+        words = self.words[sentence]
+        choices = []
+        if written < len(words) and (stack or not written) and len(stack) < self.max_depth:
+            choices += [("open", label, pieces) for label, pieces in self.opening]
+        if written < len(words) and stack:
+            choices.append(("word", "", words[written]))
+        if stack and not just_opened and (len(stack) > 1 or written == len(words)):
+            choices.append(("close", stack[-1], self.closing[stack[-1]]))
+        return choices
+
+    @staticmethod
+    def complete(state, kind: str, label: str):
+        written, stack, _, _ = state
+        if kind == "open":
+            return written, stack + (label,), True, ()
+        return written + (kind == "word"), stack[:-1] if kind == "close" else stack, False, ()
+
+    def finished(self, sentence: int, state) -> bool:
+        written, stack, _, partial = state
+        return written == len(self.words[sentence]) and not stack and not partial
+
+    DEAD = (-1, (), False, ())  # a row the rule ruled out: beam search fills spare rows with such
+
+    def step(self, sentence: int, state, token: int):
+        """The state after ``token``: (words written, open labels, whether the last symbol opened a
+        constituent, the pieces of the symbol being written)."""
+        partial = state[3]
+        if self.starts[token] and partial:  # the symbol being written is complete
+            done = [(kind, label) for kind, label, pieces in self.symbols(sentence, state) if pieces == partial]
+            state = self.complete(state, *done[0]) if done and state != self.DEAD else self.DEAD
+        return state if state == self.DEAD else state[:3] + (state[3] + (token,),)
+
+    def state(self, sentence: int, tokens: list[int]):
+        """The state after ``tokens``, from the state after all but the last (kept from the step before)."""
+        key = (sentence, tuple(tokens))
+        if key not in self.states:
+            before = self.state(sentence, tokens[:-1]) if tokens else None
+            self.states[key] = (0, (), False, ()) if not tokens else self.step(sentence, before, tokens[-1])
+        return self.states[key]
+
+    def next_tokens(self, sentence: int, state) -> list[int]:
+        if state == self.DEAD:
+            return [self.eos]  # ends it: its log-probability is -inf, so it is never among the results
+        if (sentence, state) in self.choices:
+            return self.choices[sentence, state]
+        partial, allowed = state[3], set()
+        if partial:
+            for kind, label, pieces in self.symbols(sentence, state):
+                if pieces[:len(partial)] == partial and len(pieces) > len(partial):
+                    allowed.add(pieces[len(partial)])
+                elif pieces == partial:  # complete: whatever may begin the next symbol may follow
+                    allowed.update(self.next_tokens(sentence, self.complete(state, kind, label)))
+        else:
+            allowed.update(pieces[0] for _, _, pieces in self.symbols(sentence, state))
+            if self.finished(sentence, state):
+                allowed.add(self.eos)
+        self.choices[sentence, state] = sorted(allowed)
+        return self.choices[sentence, state]
+
+    def __call__(self, sentence: int, tokens: list[int]) -> list[int]:
+        if len(self.states) > 200_000:  # outputs only ever grow by one token: older states are not asked for
+            self.states = {key: s for key, s in self.states.items() if len(key[1]) >= len(tokens) - 1}
+        return self.next_tokens(sentence, self.state(sentence, tokens))
+
+
 SPLITS = {"train": range(1, 160), "valid": range(160, 180), "test": range(180, 200)}  # by file, wsj_0001...
 PARSING_REMEDY = "It records how the run's corpus was made: delete it and give --leaves and --train-fraction as before."
 
@@ -272,14 +354,38 @@ def reads_its_input(model, sp, corpus: Path, split: str, batch_tokens: int, devi
                 model, [(other, tgt) for other, (_, tgt) in zip(others, pairs)], batch_tokens, device)}
 
 
-def parse_and_score(model, sp, gold: list[Tree], settings: DecodeConfig, device="cpu", progress: bool = False) -> dict:
-    """Parse the sentences of ``gold`` (beam search over linearized trees), repair, and score."""
-    outputs = translate_sentences(model, sp, [" ".join(tree_words(t)) for t in gold], device, settings, progress)
+def grammar(trees: list[Tree]) -> tuple[list[str], int]:
+    """The constituent labels of ``trees``, as their linearizations write them, and their deepest nesting."""
+    labels, deepest = set(), 0
+    for tree in trees:
+        depth = 0
+        for token in linearize(tree).split():
+            if token.startswith("("):
+                labels.add(token[1:])
+            depth += token.startswith("(") - token.startswith(")")
+            deepest = max(deepest, depth)
+    return sorted(labels), deepest
+
+
+def parse_and_score(model, sp, gold: list[Tree], settings: DecodeConfig, device="cpu", progress: bool = False,
+                    shape: tuple[list[str], int] | None = None, placeholder: str | None = None) -> dict:
+    """Parse the sentences of ``gold`` (beam search over linearized trees), repair, and score. With
+    ``shape`` (labels, deepest nesting: ``grammar`` of the training trees), the search keeps to trees of
+    each sentence of that shape (``TreeOfSentence``), whose words are written as ``placeholder`` if the
+    model was trained so; without, it decodes freely, as §6.3 does."""
+    sentences = [" ".join(tree_words(t)) for t in gold]
+    if shape is None:
+        outputs = translate_sentences(model, sp, sentences, device, settings, progress)
+    else:
+        words = [[placeholder or word for word in tree_words(t)] for t in gold]
+        rule = TreeOfSentence(sp, shape[0], words, shape[1])
+        outputs = [sp.decode(o) for o in decode_ids(model, sp.encode(sentences), device, settings, progress, rule)]
     repaired = [delinearize(text, len(tree_words(t))) for text, t in zip(outputs, gold)]
     scores = bracket_scores(gold, [tree for tree, _ in repaired])
     too_few = sum(sum(map(is_word, text.split())) < len(tree_words(t)) for text, t in zip(outputs, gold))
     return {**scores, "sentences": len(gold), "repaired": sum(r for _, r in repaired), "too_few_words": too_few,
-            "beam": settings.beam_size, "alpha": settings.alpha, "max_extra": settings.max_extra, "outputs": outputs}
+            "beam": settings.beam_size, "alpha": settings.alpha, "max_extra": settings.max_extra,
+            "decoding": "free" if shape is None else "trees", "outputs": outputs}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -287,8 +393,9 @@ def build_parser() -> argparse.ArgumentParser:
         "parsing",
         "English constituency parsing as translation (§6.3): train the package's Transformer on "
         "NLTK's sample of the WSJ treebank (sentences to linearized trees, split by file), then parse the "
-        "held-out files (beam 21 as in the paper, alpha 1.0, up to input length + 300 tokens), repair "
-        "ill-formed output and report labeled bracket F1 (evalb conventions). Resumes an interrupted run.")
+        "held-out files (beam 21 and alpha 0.3 as in the paper, up to input length + 300 tokens, each output "
+        "kept to a tree of its sentence), repair what is still ill-formed and report labeled bracket F1 "
+        "(evalb conventions). Resumes an interrupted run.")
     add_run_option(parser, PARSING_RUN.out_dir)
     parser.add_argument("--max-steps", type=int, default=at_scale(smoke=3, laptop=PARSING_RUN.max_steps),
                         metavar="N", help="updates to train (default: %(default)s)")
@@ -297,12 +404,15 @@ def build_parser() -> argparse.ArgumentParser:
                         "to choose --beam and --alpha (results go to parse-results-valid.json)")
     parser.add_argument("--limit", type=int, default=at_scale(smoke=2, laptop=0), metavar="N",
                         help="parse only the first N sentences of the split (0: all; default: %(default)s)")
-    # §6.3: beam 21, α 0.3, outputs up to input + 300 tokens; the chapter explains α 1.0
+    # §6.3: beam 21, α 0.3, outputs up to input + 300 tokens
     add_decoding_options(parser.add_argument_group("parsing"),
                          PARSING_RUN.decoding.replace(max_extra=at_scale(smoke=10, laptop=PARSING_RUN.max_extra)))
     parser.add_argument("--leaves", choices=["words", "XX"], default="words",
                         help="how the target trees write the words: as themselves (default), or all as XX, as "
                         "Vinyals et al. do (the chapter compares the two)")
+    parser.add_argument("--decoding", choices=["trees", "free"], default="trees",
+                        help="keep the output to trees over exactly the sentence's words (default), or decode "
+                        "freely and repair the output, as §6.3 does (the chapter compares the two)")
     parser.add_argument("--train-fraction", type=float, default=1.0, metavar="F",
                         help="train on the first F of the training trees, 0 < F <= 1 (default: %(default)s)")
     parser.add_argument("--data-dir", type=Path, metavar="DIR", help="folder with ptb/treebank.zip")
@@ -324,7 +434,8 @@ def main(args: argparse.Namespace) -> int:
         raise ValueError(f"{args.run} was trained on the corpus {settings.read_text().strip()}; give the same "
                          "--leaves and --train-fraction to continue it, or another --run")
     trees = load_treebank(args.data_dir)
-    counts = write_corpus(trees, args.run / "corpus", None if args.leaves == "words" else args.leaves)
+    corpus_placeholder = None if args.leaves == "words" else args.leaves
+    counts = write_corpus(trees, args.run / "corpus", corpus_placeholder)
     write_atomically(settings, json.dumps(corpus) + "\n")
     train_trees = max(1, round(args.train_fraction * counts["train"]))
     print(f"trees: {train_trees:,} of {counts['train']:,} train, {counts['valid']:,} valid, {counts['test']:,} "
@@ -340,7 +451,9 @@ def main(args: argparse.Namespace) -> int:
     model = result["model"]
     model.load_state_dict(average_checkpoints(averaged))
     gold = [t for n in SPLITS[args.split] for t in trees.get(f"wsj_{n:04d}", [])][: args.limit or None]
-    scores = parse_and_score(model, result["sp"], gold, decoding_from_args(args), result["device"], args.progress)
+    shape = grammar([t for n in SPLITS["train"] for t in trees.get(f"wsj_{n:04d}", [])])
+    scores = parse_and_score(model, result["sp"], gold, decoding_from_args(args), result["device"], args.progress,
+                             shape if args.decoding == "trees" else None, corpus_placeholder)
     summary = {k: v for k, v in scores.items() if k != "outputs"}
     summary.update(reads_its_input(model, result["sp"], args.run / "corpus", "valid", run.batch_tokens,
                                    result["device"]))

@@ -154,3 +154,25 @@ def test_length_penalty_is_gnmt():
     assert length_penalty(7, 0.6) == pytest.approx(2**0.6)
     assert length_penalty(30, 0.0) == 1.0
     assert math.isclose(length_penalty(13, 1.0), 3.0)
+
+
+def test_allowed_restricts_the_search_and_a_rule_that_allows_everything_changes_nothing():
+    model = _model(vocab=12, seed=5, eos_bias=2.0)
+    src, src_mask = _sources(12, [5, 7, 4], seed=8)
+    limits = src_mask.sum(dim=(1, 2)) + 6
+    settings = DecodeConfig(beam_size=3, alpha=0.6)
+    free = beam_search(model, src, src_mask, limits, settings, n_best=3)
+    everything = beam_search(model, src, src_mask, limits, settings, n_best=3, allowed=lambda i, t: list(range(12)))
+    assert [[h.tokens for h in s] for s in everything] == [[h.tokens for h in s] for s in free]
+
+    def rising(sentence: int, tokens: list[int]) -> list[int]:  # each token above the last, <eos> after 2
+        floor = tokens[-1] + 1 if tokens else 3 + sentence
+        return list(range(floor, 12)) + ([EOS] if len(tokens) >= 2 else [])
+
+    restricted = beam_search(model, src, src_mask, limits, settings, n_best=3, allowed=rising)
+    for sentence, hyps in enumerate(restricted):
+        for h in hyps:
+            body = [t for t in h.tokens if t != EOS]
+            assert h.tokens[-1] == EOS and len(body) >= 2 and body == sorted(set(body)) and body[0] >= 3 + sentence
+            assert h.log_prob == pytest.approx(_sequence_log_prob(model, src[sentence : sentence + 1], h.tokens),
+                                               abs=1e-4)

@@ -101,3 +101,67 @@ def test_the_command_trains_parses_and_scores_what_it_stores(shared_data, tmp_pa
     assert f"labeled F1 {100 * result['f1']:.2f}" in capsys.readouterr().out
     assert main([*argv, "--max-steps", "3"]) == 0  # the same run, one update further
     assert json.loads((run / "parse-results.json").read_text())["updates"] == 3
+
+
+@pytest.fixture(scope="module")
+def treebank_vocab():
+    """The treebank sample's trees (by split), a SentencePiece model trained on its training pairs, and the
+    training trees' labels and deepest nesting; skipped without the data."""
+    import os
+    from pathlib import Path
+
+    import sentencepiece as spm
+
+    from annotated_transformer.data import train_vocab
+    from annotated_transformer.parsing import SPLITS, grammar, load_treebank
+
+    data_dir = Path(os.environ.get("AT_DATA_DIR", "/nonexistent"))
+    if not (data_dir / "ptb" / "treebank.zip").is_file():
+        pytest.skip("AT_DATA_DIR does not point at a data directory with ptb/treebank.zip")
+    trees = load_treebank(data_dir)
+    split = {name: [t for n in numbers for t in trees.get(f"wsj_{n:04d}", [])] for name, numbers in SPLITS.items()}
+    sp = spm.SentencePieceProcessor(model_proto=train_vocab(
+        [(" ".join(tree_words(t)), linearize(t)) for t in split["train"]], 1000))
+    return split, sp, grammar(split["train"])
+
+
+def test_every_held_out_tree_keeps_to_the_rule_and_other_outputs_do_not(treebank_vocab):
+    from annotated_transformer.data import EOS
+    from annotated_transformer.parsing import TreeOfSentence
+
+    split, sp, (labels, depth) = treebank_vocab
+    test = split["test"]
+    rule = TreeOfSentence(sp, labels, [tree_words(t) for t in test], depth)
+    for i, tree in enumerate(test):
+        tokens = sp.encode(linearize(tree)) + [EOS]
+        assert all(tokens[j] in rule(i, tokens[:j]) for j in range(len(tokens))), linearize(tree)
+    words = tree_words(test[0])
+    for wrong in (linearize(test[0]).replace(f" {words[1]} ", " ", 1),  # a word left out
+                  linearize(test[0]).replace(f" {words[0]} ", f" {words[0]} {words[0]} ", 1),  # one repeated
+                  linearize(test[0]).rsplit(" ", 1)[0] + " )NP"):  # the last bracket closes another label
+        tokens = sp.encode(wrong) + [EOS]
+        assert not all(tokens[j] in rule(0, tokens[:j]) for j in range(len(tokens))), wrong
+
+
+def test_a_search_held_to_the_rule_returns_trees_over_the_sentence(treebank_vocab):
+    """Even an untrained model, whose free output is noise, writes trees of its sentence under the rule."""
+    import torch
+
+    from annotated_transformer.config import DecodeConfig, TransformerConfig
+    from annotated_transformer.decoding import decode_ids
+    from annotated_transformer.model import make_model
+    from annotated_transformer.parsing import TreeOfSentence
+
+    split, sp, _ = treebank_vocab
+    sentences = [tree_words(t) for t in split["test"] if len(tree_words(t)) <= 6][:3]
+    torch.manual_seed(0)
+    model = make_model(TransformerConfig(vocab_size=sp.get_piece_size(), n_layers=1, d_model=32, d_ff=64,
+                                         n_heads=2))
+    rule = TreeOfSentence(sp, ["NP", "S", "VP"], sentences, max_depth=3)
+    settings = DecodeConfig(beam_size=4, alpha=1.0, max_extra=200)
+    outputs = decode_ids(model, sp.encode([" ".join(s) for s in sentences]), "cpu", settings, allowed=rule)
+    for words, output in zip(sentences, outputs):
+        text = sp.decode(output)
+        tree, repaired = delinearize(text, len(words))
+        assert not repaired and [t for t in text.split() if not t.startswith(("(", ")"))] == words, text
+        assert {t[1:] for t in text.split() if t[0] in "()"} <= {"NP", "S", "VP"}

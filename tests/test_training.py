@@ -140,6 +140,16 @@ def test_resuming_with_other_settings_is_refused(text_corpus, tmp_path, capsys):
     assert "different settings (--d-model, --n-heads)" in capsys.readouterr().err
 
 
+def test_a_setting_added_later_resumes_older_runs_at_its_old_value(text_corpus, tmp_path, capsys):
+    assert train.main(_cli(text_corpus, tmp_path, "--max-steps", "2")) == 0
+    config = json.loads((tmp_path / "config.json").read_text())
+    del config["run"]["buckets"]  # as a run made before --buckets existed recorded it
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    assert train.main(_cli(text_corpus, tmp_path, "--max-steps", "3", "--buckets", "2")) == 2
+    assert "different settings (--buckets)" in capsys.readouterr().err
+    assert train.main(_cli(text_corpus, tmp_path, "--max-steps", "3")) == 0
+
+
 def test_sigint_saves_before_exiting(text_corpus, tmp_path):
     options = _cli(text_corpus, tmp_path, "--max-steps", "100000", "--save-every", "100000")
     command = [sys.executable, "-m", "annotated_transformer.train", *options]
