@@ -59,13 +59,14 @@ def generator_loss(proj, states, target, pad: int, label_smoothing: float, chunk
 
 
 def accumulate_gradients(model, micro_batches, label_smoothing: float, pad: int, global_tokens: int | None = None,
-                         world_size: int = 1, autocast=None, no_sync=None, loss_chunk: int = 0) -> float:
+                         world_size: int = 1, autocast=None, no_sync=None, loss_chunk: int = 0) -> torch.Tensor:
     """Backpropagate a step's micro-batches so the gradient is that of the mean loss per target token.
 
     ``global_tokens`` is the number of target tokens in the step over all processes (default: these
     micro-batches). Distributed data parallel averages gradients over ``world_size`` processes, so each
     process scales its summed loss by ``world_size / global_tokens``. ``loss_chunk``: see ``generator_loss``.
-    Returns this process's summed loss.
+    Returns this process's summed loss as a tensor on the model's device: reading its value makes the
+    host wait for the device, so the trainer reads it only when it writes a metric line.
     """
     import contextlib
 
@@ -82,7 +83,7 @@ def accumulate_gradients(model, micro_batches, label_smoothing: float, pad: int,
             loss = generator_loss(generator.proj, states, batch.tgt_out, pad, label_smoothing, loss_chunk)
         with sync:
             (loss * world_size / total).backward()
-        summed += loss.item()
+        summed = summed + loss.detach()
     return summed
 
 

@@ -69,7 +69,7 @@ def all_sum(values: list[float], device) -> list[float]:
     """Each value summed over all processes (the values themselves when there is one process)."""
     if not dist.is_initialized():
         return values
-    t = torch.tensor(values, dtype=torch.float64, device=device)
+    t = torch.tensor([float(v) for v in values], dtype=torch.float64, device=device)
     dist.all_reduce(t)
     return t.tolist()
 
@@ -371,7 +371,7 @@ class Meter:
     def record(self, at: Position, lr: float, peak: float | None) -> dict:
         w, seconds = self.window, max(time.time() - self.window_start, 1e-9)
         self.window, self.window_start = {}, time.time()
-        return dict(step=at.step, epoch=at.epoch, loss=w["loss"] / w["tgt_tokens"], lr=lr,
+        return dict(step=at.step, epoch=at.epoch, loss=float(w["loss"]) / w["tgt_tokens"], lr=lr,
                     tokens_per_update=w["tgt_tokens"] / w["updates"], tokens_per_s=w["tgt_tokens"] / seconds,
                     tflops=w["flops"] / seconds / 1e12, mfu=w["flops"] / seconds / peak if peak else None,
                     padding=1 - w["tgt_tokens"] / w["padded"], minutes=at.minutes, tgt_tokens=at.tgt_tokens,

@@ -65,7 +65,7 @@ def test_paper_sized_training_step_on_cpu(name):
     optimizer, scheduler = make_optimizer(model, config.d_model, warmup=4000)
     batch = _batch([[5, 6, 7, 8], [9, 10]])
     before = model.encoder.layers[0].feed_forward.w_1.weight.detach().clone()
-    loss = accumulate_gradients(model, [batch], config.label_smoothing, PAD) / batch.n_tokens
+    loss = float(accumulate_gradients(model, [batch], config.label_smoothing, PAD)) / batch.n_tokens
     optimizer.step()
     scheduler.step()
     assert math.isfinite(loss) and 5 < loss < 15  # about ln(37000) = 10.5 at initialization
