@@ -51,8 +51,9 @@ class Batch:
         return cls(src, tgt_in, tgt_out, src_mask, tgt_mask, int((tgt_out != pad).sum()))
 
     def to(self, device) -> "Batch":
-        return Batch(*(t.to(device) for t in (self.src, self.tgt_in, self.tgt_out, self.src_mask, self.tgt_mask)),
-                     self.n_tokens)
+        # A copy from the host need not wait for the work the device has queued (non_blocking).
+        return Batch(*(t.to(device, non_blocking=t.device.type == "cpu")
+                       for t in (self.src, self.tgt_in, self.tgt_out, self.src_mask, self.tgt_mask)), self.n_tokens)
 
 
 # --- from book/10_data.md ---

@@ -252,10 +252,10 @@ def decode_ids(model, ids: list[list[int]], device="cpu", settings: DecodeConfig
 
 
 def translate_sentences(model, sp, sentences: list[str], device="cpu", settings: DecodeConfig = PAPER_DECODING,
-                        progress: bool = False) -> list[str]:
+                        progress: bool = False, allowed=None) -> list[str]:
     """Detokenized translations of ``sentences``, batched by length, decoded as ``settings`` say (beam size
     1 is greedy decoding). A sentence too long for the model's positions is cut to the longest source
-    that fits, with a warning naming its line (from 1).
+    that fits, with a warning naming its line (from 1). ``allowed``: see ``decode_ids``.
     """
     longest = model.src_embed[1].max_len - settings.max_extra - 2  # room for </s> and for the output's <s>
     if longest < 1:
@@ -267,5 +267,5 @@ def translate_sentences(model, sp, sentences: list[str], device="cpu", settings:
             print(f"warning: line {number} has {len(x)} subword tokens; the model reads at most {longest}, "
                   "so only its beginning is translated", file=sys.stderr)
             ids[number - 1] = x[:longest]
-    outputs = decode_ids(model, ids, device, settings, progress)
+    outputs = decode_ids(model, ids, device, settings, progress, allowed)
     return [sp.decode(tokens) for tokens in outputs]

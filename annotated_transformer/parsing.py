@@ -32,7 +32,7 @@ from annotated_transformer.cli import (
     decoding_from_args,
 )
 from annotated_transformer.config import PARSING_MODEL, PARSING_RUN, DecodeConfig
-from annotated_transformer.decoding import decode_ids, translate_sentences
+from annotated_transformer.decoding import translate_sentences
 from annotated_transformer.scale import at_scale
 
 TREEBANK_URL = "https://raw.githubusercontent.com/nltk/nltk_data/gh-pages/packages/corpora/treebank.zip"
@@ -373,13 +373,9 @@ def parse_and_score(model, sp, gold: list[Tree], settings: DecodeConfig, device=
     ``shape`` (labels, deepest nesting: ``grammar`` of the training trees), the search keeps to trees of
     each sentence of that shape (``TreeOfSentence``), whose words are written as ``placeholder`` if the
     model was trained so; without, it decodes freely, as §6.3 does."""
-    sentences = [" ".join(tree_words(t)) for t in gold]
-    if shape is None:
-        outputs = translate_sentences(model, sp, sentences, device, settings, progress)
-    else:
-        words = [[placeholder or word for word in tree_words(t)] for t in gold]
-        rule = TreeOfSentence(sp, shape[0], words, shape[1])
-        outputs = [sp.decode(o) for o in decode_ids(model, sp.encode(sentences), device, settings, progress, rule)]
+    words = [[placeholder or word for word in tree_words(t)] for t in gold]
+    rule = None if shape is None else TreeOfSentence(sp, shape[0], words, shape[1])
+    outputs = translate_sentences(model, sp, [" ".join(tree_words(t)) for t in gold], device, settings, progress, rule)
     repaired = [delinearize(text, len(tree_words(t))) for text, t in zip(outputs, gold)]
     scores = bracket_scores(gold, [tree for tree, _ in repaired])
     too_few = sum(sum(map(is_word, text.split())) < len(tree_words(t)) for text, t in zip(outputs, gold))
@@ -451,9 +447,10 @@ def main(args: argparse.Namespace) -> int:
     model = result["model"]
     model.load_state_dict(average_checkpoints(averaged))
     gold = [t for n in SPLITS[args.split] for t in trees.get(f"wsj_{n:04d}", [])][: args.limit or None]
-    shape = grammar([t for n in SPLITS["train"] for t in trees.get(f"wsj_{n:04d}", [])])
+    train_trees_all = [t for n in SPLITS["train"] for t in trees.get(f"wsj_{n:04d}", [])]
+    shape = grammar(train_trees_all) if args.decoding == "trees" else None
     scores = parse_and_score(model, result["sp"], gold, decoding_from_args(args), result["device"], args.progress,
-                             shape if args.decoding == "trees" else None, corpus_placeholder)
+                             shape, corpus_placeholder)
     summary = {k: v for k, v in scores.items() if k != "outputs"}
     summary.update(reads_its_input(model, result["sp"], args.run / "corpus", "valid", run.batch_tokens,
                                    result["device"]))
