@@ -25,6 +25,15 @@ def attention(query, key, value, mask=None, dropout: nn.Module | None = None):
     return weights @ value, weights
 
 
+def side_by_side(x: torch.Tensor, group: int, undo: bool = False) -> torch.Tensor:
+    """(rows, h, n, d) -> (rows / group, h, group * n, d): each ``group`` consecutive rows' positions
+    as the positions of one row; ``undo`` reverses it."""
+    rows, h, n, d = x.shape
+    if undo:
+        return x.view(rows, h, group, n // group, d).transpose(1, 2).reshape(rows * group, h, n // group, d)
+    return x.view(rows // group, group, h, n, d).transpose(1, 2).reshape(rows // group, h, group * n, d)
+
+
 class MultiHeadedAttention(nn.Module):
     """h parallel attention heads on learned projections, concatenated and projected (§3.2.2)."""
 
@@ -63,12 +72,18 @@ class MultiHeadedAttention(nn.Module):
         # When decoding one token at a time, a cache keeps the keys and values of earlier steps (the
         # copy-task chapter explains it); otherwise they are projected here.
         k, v = self.keys_values(key, value) if cache is None else cache.keys_values(self, key, value)
+        # Beam search keeps the encoder's keys and values once per sentence for its `group` hypotheses
+        # (the results chapter); their queries then go side by side as extra query positions.
+        group = batch // k.size(0)
+        q = q if group == 1 else side_by_side(q, group)
         if self.fused and not self.keep_attention:
             p = self.dropout.p if self.training else 0.0
             x = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)  # (batch, h, n_q, d_v)
         else:
             x, weights = attention(q, k, v, mask, self.dropout)  # x: (batch, h, n_q, d_v)
             if self.keep_attention:
+                weights = weights if group == 1 else side_by_side(weights, group, undo=True)
                 self.attention_weights = weights.detach()  # (batch, h, n_q, n_k)
+        x = x if group == 1 else side_by_side(x, group, undo=True)
         x = x.transpose(1, 2).reshape(batch, -1, self.h * self.d_v)  # concatenate heads
         return self.w_o(x)  # (batch, n_q, d_model)

@@ -118,21 +118,22 @@ def print_training(report: dict) -> None:
 
 
 ENGINES = {  # name: what it is
-    "ours": "this book's beam search and greedy decoding, fused attention kernel",
-    "teaching": "the same, with the explicit eq. 1",
+    "ours": "this book's beam search and greedy decoding, as translate runs them (fused attention on a GPU only)",
+    "ours-sdpa": "the same with PyTorch's fused attention kernel on any device",
     "ct2": "CTranslate2 on the same weights, float32",
     "ct2-int8": "CTranslate2 on the same weights, int8 matrix products",
 }
 
 
-def decode_ours(model_file: str, sentences, settings: DecodeConfig, fused: bool,
+def decode_ours(model_file: str, sentences, settings: DecodeConfig, fused: bool | None,
                 device: str = "cpu") -> tuple[float, list]:
-    """Seconds to decode ``sentences`` with the book's decoding (``decode_ids``), and the output token ids."""
+    """Seconds to decode ``sentences`` with the book's decoding (``decode_ids``), and the output token ids;
+    ``fused`` sets the attention kernel (None: load_model's choice for the device)."""
     from annotated_transformer.checkpoints import load_model
 
     model, sp, _ = load_model([Path(model_file)], device)
     for module in model.modules():
-        if isinstance(module, MultiHeadedAttention):
+        if isinstance(module, MultiHeadedAttention) and fused is not None:
             module.fused = fused
     ids = sp.encode(sentences)
     start = time.perf_counter()
@@ -145,8 +146,9 @@ def decode_worker(job: dict) -> dict:
     torch.set_num_threads(job["threads"])
     sentences = Path(job["sentences"]).read_text(encoding="utf-8").split("\n")
     settings = DecodeConfig(**job["settings"])
-    if job["engine"] in ("ours", "teaching"):
-        seconds, outputs = decode_ours(job["model_file"], sentences, settings, job["engine"] == "ours", job["device"])
+    if job["engine"].startswith("ours"):
+        fused = True if job["engine"] == "ours-sdpa" else None  # None: as load_model chose for the device
+        seconds, outputs = decode_ours(job["model_file"], sentences, settings, fused, job["device"])
     else:
         seconds, outputs = decode_ctranslate2(job["ct2"], job["vocabulary"], sentences, settings,
                                               "int8" if job["engine"] == "ct2-int8" else "float32", job["device"])

@@ -6,6 +6,7 @@ import sys
 from dataclasses import dataclass
 
 import torch
+import torch.nn.functional as F
 from tqdm import tqdm
 
 from annotated_transformer import data
@@ -19,38 +20,79 @@ class KVCache:
 
     def __init__(self, fixed: bool):
         self.fixed = fixed  # True: keys/values of the encoder output, computed once; False: grow by a step
-        self.k = self.v = None  # (batch, h, n_k, d_k) and (batch, h, n_k, d_v)
+        self.k = self.v = None  # (batch, h, room, d_k) and (batch, h, room, d_v)
+        self.length = 0  # positions held: the first `length` of the `room`
 
     def keys_values(self, attention, key, value):
         """This step's keys and values for ``attention`` (a MultiHeadedAttention): kept, or projected and kept."""
         if self.fixed and self.k is not None:
             return self.k, self.v  # the encoder's keys and values, projected at the first step
         k, v = attention.keys_values(key, value)  # the new positions only
-        if self.k is not None:
-            k, v = torch.cat([self.k, k], dim=2), torch.cat([self.v, v], dim=2)  # append them
-        self.k, self.v = k, v
-        return k, v
+        if self.fixed:  # kept in the layouts that the products of eq. 1 read, q kᵀ and weights v, so that
+            self.k, self.v = k.transpose(-2, -1).contiguous().transpose(-2, -1), v.contiguous()  # no step copies them
+            return self.k, self.v
+        end = self.length + k.size(2)
+        if self.k is None:
+            self.k, self.v = (t.new_empty(t.size(0), t.size(1), max(2 * end, 16), t.size(3)) for t in (k, v))
+        elif end > self.k.size(2):  # out of room: move into twice as much
+            every_row = torch.arange(k.size(0), device=k.device)
+            self.k, self.v = (self.moved(t, every_row, 2 * end) for t in (self.k, self.v))
+        self.k[:, :, self.length : end], self.v[:, :, self.length : end] = k, v  # written in place
+        self.length = end
+        return self.k[:, :, :end], self.v[:, :, :end]
+
+    def moved(self, buffer: torch.Tensor, index: torch.Tensor, room: int) -> torch.Tensor:
+        """Rows ``index`` of the positions that ``buffer`` holds, in a new buffer with ``room`` positions."""
+        new = buffer.new_empty(index.numel(), buffer.size(1), room, buffer.size(3))
+        torch.index_select(buffer[:, :, : self.length], 0, index, out=new[:, :, : self.length])
+        return new
 
     def select(self, index: torch.Tensor) -> None:
         """Keep rows ``index`` of the batch (in that order): beam search reorders its hypotheses."""
-        if self.k is not None:
+        if self.k is None:
+            return
+        if self.fixed:
             self.k, self.v = self.k.index_select(0, index), self.v.index_select(0, index)
+        else:  # only the positions held are copied
+            self.k, self.v = (self.moved(t, index, t.size(2)) for t in (self.k, self.v))
 
 
-def new_cache(model) -> list[tuple[KVCache, KVCache]]:
-    """Empty (self-attention, encoder-decoder attention) caches for every decoder layer."""
-    return [(KVCache(fixed=False), KVCache(fixed=True)) for _ in model.decoder.layers]
+class DecoderCache(list):
+    """Empty (self-attention, encoder-decoder attention) caches for every decoder layer, and the
+    generator's product with its weights prepared once for all the steps (``output_product``)."""
+
+    def __init__(self, model):
+        super().__init__((KVCache(fixed=False), KVCache(fixed=True)) for _ in model.decoder.layers)
+        self.logits = output_product(model.generator.proj.weight.detach())
+
+
+def output_product(weight: torch.Tensor):
+    """x ↦ x Wᵀ, the generator's scores, with W (vocab, d_model) prepared once: on a CPU, packed into
+    the blocked layout of oneDNN's matrix kernel (the one torch.compile's CPU backend calls), else
+    transposed into the layout a plain product reads fastest."""
+    if weight.device.type == "cpu" and torch.backends.mkldnn.is_available():
+        packed = torch.ops.mkldnn._reorder_linear_weight(weight, None)
+        return lambda x: torch.ops.mkldnn._linear_pointwise(x, packed, None, "none", [None], "")
+    transposed = weight.t().contiguous()  # (d_model, vocab)
+    return lambda x: x @ transposed
+
+
+def next_logits(model, memory, src_mask, ys, cache=None) -> torch.Tensor:
+    """The generator's scores before the softmax for the token that follows each prefix in ``ys``:
+    (batch, vocab).
+
+    ys: (batch, t) tokens so far, starting with <bos>. With ``cache`` (a DecoderCache, extended by every
+    call) only the last position is computed; without it, the whole prefix is.
+    """
+    if cache is None:
+        return model.generator.proj(model.decode(memory, src_mask, ys, subsequent_mask(ys.size(1), ys.device))[:, -1])
+    return cache.logits(model.decode(memory, src_mask, ys, None, cache)[:, -1])  # model.generator.proj's product
 
 
 def next_log_probs(model, memory, src_mask, ys, cache=None, banned=()) -> torch.Tensor:
-    """Log-probabilities of the token that follows each prefix in ``ys``: (batch, vocab).
-
-    ys: (batch, t) tokens so far, starting with <bos>. With ``cache`` (from ``new_cache``, extended by
-    every call) only the last position is computed; without it, the whole prefix is.
-    """
-    mask = None if cache is not None else subsequent_mask(ys.size(1), device=ys.device)
-    states = model.decode(memory, src_mask, ys, mask, cache)  # (batch, 1 or t, d_model)
-    log_probs = model.generator(states[:, -1])
+    """Log-probabilities of the token that follows each prefix in ``ys``: (batch, vocab); ``banned``
+    tokens get -inf."""
+    log_probs = F.log_softmax(next_logits(model, memory, src_mask, ys, cache), dim=-1)  # the generator's
     if banned:
         log_probs[:, list(banned)] = float("-inf")  # tokens that are never valid outputs
     return log_probs
@@ -68,20 +110,25 @@ def greedy_decode(model, src, src_mask, max_len, bos: int, eos: int, pad: int,
     batch, device = src.size(0), src.device
     limits = torch.as_tensor(max_len, device=device).expand(batch)
     memory = model.encode(src, src_mask)  # computed once: (batch, src_len, d_model)
-    cache = new_cache(model) if incremental else None
+    cache = DecoderCache(model) if incremental else None
     ys = torch.full((batch, 1), bos, dtype=torch.long, device=device)  # the prefixes of the live rows
     out = torch.full((batch, int(limits.max())), pad, dtype=torch.long, device=device)
     alive = torch.arange(batch, device=device)  # which sentence each live row is
     for step in range(1, int(limits.max()) + 1):
-        next_token = next_log_probs(model, memory, src_mask, ys, cache, banned=(pad, bos)).argmax(dim=-1)
+        # The softmax keeps the order of the scores: the largest logit is the most probable token.
+        logits = next_logits(model, memory, src_mask, ys, cache)
+        logits[:, [pad, bos]] = float("-inf")  # never valid outputs
+        next_token = logits.max(dim=-1).indices  # as argmax (the first of equal maxima), faster on CPUs
         out[alive, step - 1] = next_token
         ended = (next_token == eos) | (limits[alive] <= step)  # (live rows,)
         if ended.all():
             break
         if ended.any():  # those rows leave the batch
             keep = (~ended).nonzero().squeeze(1)
-            alive, memory, ys, next_token = alive[keep], memory[keep], ys[keep], next_token[keep]
+            alive, ys, next_token = alive[keep], ys[keep], next_token[keep]
             src_mask = None if src_mask is None else src_mask[keep]
+            if not incremental:  # with the cache, the encoder output was read at the first step
+                memory = memory[keep]
             for own, cross in cache or ():
                 own.select(keep)
                 cross.select(keep)
@@ -112,7 +159,6 @@ class Hypothesis:
     score: float  # log_prob / length_penalty(len(tokens), alpha): what beam search ranks by
 
 
-@torch.no_grad()
 def must_go_on(done_scores: list[float], best_alive: float, limit: int, k: int, n_best: int, alpha: float) -> bool:
     """Whether a sentence's search continues: it has fewer than ``k`` finished hypotheses, and an unfinished
     one could still beat its ``n_best``-th best finished one. Log-probabilities only fall as tokens are
@@ -135,9 +181,8 @@ def best_extensions(beam_log_probs, log_probs, k: int, eos: int):
     return top_log_probs, top_index // vocab, top_token, order[:, :k]
 
 
-def drop_rows(keep: list[int], k: int, *tensors):
-    """The rows of the sentences in ``keep`` (k consecutive rows per sentence), of each tensor."""
-    block = torch.tensor(keep, dtype=torch.long, device=tensors[0].device)
+def drop_rows(block: torch.Tensor, k: int, *tensors):
+    """The rows of the sentences ``block`` (k consecutive rows per sentence), of each tensor."""
     rows = (block.unsqueeze(1) * k + torch.arange(k, device=block.device)).view(-1)
     return [t[rows] for t in tensors]
 
@@ -154,6 +199,7 @@ def restricted(log_probs: torch.Tensor, allowed, active: list[int], outputs: tor
     return log_probs + mask
 
 
+@torch.no_grad()
 def beam_search(model, src, src_mask, max_len, settings: DecodeConfig = PAPER_DECODING, n_best: int = 1,
                 eos: int = data.EOS, incremental: bool = True, allowed=None) -> list[list[Hypothesis]]:
     """Batched beam search with the GNMT length penalty; the ``n_best`` best hypotheses of each sentence,
@@ -168,9 +214,10 @@ def beam_search(model, src, src_mask, max_len, settings: DecodeConfig = PAPER_DE
     if not 1 <= n_best <= k:
         raise ValueError(f"need 1 <= n_best <= beam size; got n_best {n_best} with beam size {k}")
     limits = torch.as_tensor(max_len, device=device).expand(batch).tolist()
-    memory = model.encode(src, src_mask).repeat_interleave(k, dim=0)  # (batch * k, src_len, d_model)
-    src_mask = src_mask.repeat_interleave(k, dim=0)
-    cache = new_cache(model) if incremental else None
+    memory = model.encode(src, src_mask)  # (batch, src_len, d_model)
+    shared = k if incremental else 1  # the cache keeps the encoder's keys and values once per sentence
+    memory, src_mask = memory.repeat_interleave(k // shared, dim=0), src_mask.repeat_interleave(k // shared, dim=0)
+    cache = DecoderCache(model) if incremental else None
     ys = torch.full((batch * k, 1), data.BOS, dtype=torch.long, device=device)
     beam_log_probs = torch.full((batch, k), float("-inf"), device=device)
     beam_log_probs[:, 0] = 0.0  # one live hypothesis per sentence at the start: <bos>
@@ -204,12 +251,11 @@ def beam_search(model, src, src_mask, max_len, settings: DecodeConfig = PAPER_DE
             elif must_go_on([h.score for h in finished[sentence]], best_alive[i], limits[sentence], k, n_best, alpha):
                 keep.append(i)
         if len(keep) < n:  # drop finished sentences from the batch
-            active = [active[i] for i in keep]
-            beam_log_probs = beam_log_probs[torch.tensor(keep, dtype=torch.long, device=device)]
-            ys, memory, src_mask, rows = drop_rows(keep, k, ys, memory, src_mask, rows)
-            if cache is not None:
-                for _, cross in cache:
-                    cross.select(rows)
+            active, block = [active[i] for i in keep], torch.tensor(keep, dtype=torch.long, device=device)
+            beam_log_probs, (ys, rows), (memory, src_mask) = (beam_log_probs[block], drop_rows(block, k, ys, rows),
+                                                              drop_rows(block, k // shared, memory, src_mask))
+            for _, cross in cache or ():
+                cross.select(block)
         if cache is not None:
             for own, _ in cache:
                 own.select(rows)

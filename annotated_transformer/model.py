@@ -40,9 +40,11 @@ class EncoderDecoder(nn.Module):
 
     def decode(self, memory, src_mask, tgt, tgt_mask, cache=None):
         # tgt: (batch, tgt_len) token ids -> (batch, tgt_len, d_model)
-        x = self.tgt_embed(tgt)
-        if cache is not None:  # incremental decoding: earlier positions live in the cache
-            x = x[:, -1:]  # (batch, 1, d_model): only the newest position is computed
+        if cache is None:
+            x = self.tgt_embed(tgt)
+        else:  # incremental decoding: earlier positions live in the cache; only the newest is computed
+            embed, positions = self.tgt_embed
+            x = positions(embed(tgt[:, -1:]), start=tgt.size(1) - 1)  # (batch, 1, d_model)
         return self.decoder(x, memory, src_mask, tgt_mask, cache)
 
 

@@ -29,11 +29,11 @@ class PositionalEncoding(nn.Module):
         # A buffer, not a parameter: it moves with .to(device) but is never trained or saved.
         self.register_buffer("pe", sinusoidal_table(max_len, d_model).unsqueeze(0), persistent=False)
 
-    def forward(self, x):
-        # x: (batch, seq, d_model)
-        if x.size(1) > self.max_len:
-            raise ValueError(f"sequence of {x.size(1)} positions is longer than max_len={self.max_len}")
-        return self.dropout(x + self.pe[:, : x.size(1)])
+    def forward(self, x, start: int = 0):
+        # x: (batch, seq, d_model), the tokens at positions start, start + 1, ...
+        if start + x.size(1) > self.max_len:
+            raise ValueError(f"sequence of {start + x.size(1)} positions is longer than max_len={self.max_len}")
+        return self.dropout(x + self.pe[:, start : start + x.size(1)])
 
 
 class LearnedPositionalEmbedding(nn.Module):
@@ -45,9 +45,9 @@ class LearnedPositionalEmbedding(nn.Module):
         self.pe = nn.Embedding(max_len, d_model)
         nn.init.normal_(self.pe.weight, mean=0.0, std=d_model**-0.5)
 
-    def forward(self, x):
-        # x: (batch, seq, d_model)
-        if x.size(1) > self.max_len:
-            raise ValueError(f"sequence of {x.size(1)} positions is longer than max_len={self.max_len}")
-        positions = torch.arange(x.size(1), device=x.device)
+    def forward(self, x, start: int = 0):
+        # x: (batch, seq, d_model), the tokens at positions start, start + 1, ...
+        if start + x.size(1) > self.max_len:
+            raise ValueError(f"sequence of {start + x.size(1)} positions is longer than max_len={self.max_len}")
+        positions = torch.arange(start, start + x.size(1), device=x.device)
         return self.dropout(x + self.pe(positions))

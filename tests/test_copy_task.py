@@ -1,5 +1,6 @@
 """The copy task end to end: batches, greedy decoding, training, the command line."""
 
+import types
 
 import pytest
 import torch
@@ -49,6 +50,7 @@ class _Scripted(torch.nn.Module):
     def __init__(self, scripts, vocab=10):
         super().__init__()
         self.scripts, self.vocab = scripts, vocab
+        self.generator = types.SimpleNamespace(proj=self.scores)  # greedy decoding reads scores before the softmax
 
     def encode(self, src, src_mask):
         return src  # (batch, src_len): each row holds its own row number
@@ -56,7 +58,7 @@ class _Scripted(torch.nn.Module):
     def decode(self, memory, src_mask, ys, tgt_mask, cache=None):
         return memory[:, :1]  # the row numbers of the rows still in the batch
 
-    def generator(self, rows):  # rows: (batch,) which script each row follows
+    def scores(self, rows):  # rows: (batch,) which script each row follows
         step = self._step
         self._step += 1
         out = torch.full((len(rows), self.vocab), -10.0)

@@ -128,9 +128,9 @@ def test_cached_decoding_equals_full_recomputation(norm_first):
     cached = greedy_decode(model, src, src_mask, limits, BOS, EOS, PAD)
     assert torch.equal(cached, greedy_decode(model, src, src_mask, limits, BOS, EOS, PAD, incremental=False))
     # Step by step, the two ways of computing the next distribution agree to float rounding.
-    from annotated_transformer.decoding import new_cache
+    from annotated_transformer.decoding import DecoderCache
 
-    memory, cache = model.encode(src, src_mask), new_cache(model)
+    memory, cache = model.encode(src, src_mask), DecoderCache(model)
     ys = torch.full((3, 1), BOS)
     for _ in range(6):
         with torch.no_grad():
