@@ -4,6 +4,7 @@
 """Command line: ``python -m annotated_transformer.benchmark --help``: training and decoding speed, against
 references, and incremental decoding against recomputation (chapter 14)."""
 import argparse
+import hashlib
 import json
 import os
 import subprocess
@@ -218,8 +219,8 @@ def benchmark_decoding(args) -> dict:
         r["same_as_ours"] = sum(a == b for a, b in zip(r["outputs"], mine["outputs"])) / len(sources) if mine else None
         if mine and r is not mine:
             ratios[f"ours / {r['engine']} time, beam {r['beam']}"] = mine["seconds"] / r["seconds"]
-    for r in results:
-        del r["outputs"]
+    for r in results:  # a fingerprint of the outputs, to compare runs of other code or on other machines
+        r["outputs_sha256"] = hashlib.sha256(json.dumps(r.pop("outputs")).encode()).hexdigest()
     return {"mode": "decode", "model": what, "test_set": f"{corpus}/{split}", "sentences": len(sources),
             "device": describe(device), "alpha": args.alpha, "batch_tokens": args.eval_batch_tokens,
             "results": results, "ratios": ratios}

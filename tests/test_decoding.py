@@ -176,3 +176,35 @@ def test_allowed_restricts_the_search_and_a_rule_that_allows_everything_changes_
             assert h.tokens[-1] == EOS and len(body) >= 2 and body == sorted(set(body)) and body[0] >= 3 + sentence
             assert h.log_prob == pytest.approx(_sequence_log_prob(model, src[sentence : sentence + 1], h.tokens),
                                                abs=1e-4)
+
+
+def test_the_self_attention_cache_grows_past_its_room_and_keeps_rows_by_index():
+    from annotated_transformer.attention import MultiHeadedAttention
+    from annotated_transformer.decoding import KVCache
+
+    torch.manual_seed(0)
+    attention = MultiHeadedAttention(4, 16).eval()
+    x = torch.randn(3, 40, 16)  # 40 steps: past the first room of 16 positions, and past 32
+    order = torch.tensor([2, 0, 0])  # a reordering that repeats a row and drops one, as beam search does
+    cache, outputs = KVCache(fixed=False), []
+    with torch.no_grad():
+        for t in range(40):
+            if t == 25:
+                cache.select(order)
+                x = x[order]
+            outputs.append(attention(x[:, t : t + 1], x[:, t : t + 1], x[:, t : t + 1], cache=cache))
+        whole = attention(x, x, x, subsequent_mask(40))  # the reordered rows, all at once
+    assert cache.length == 40 and cache.k.size(2) >= 40
+    torch.testing.assert_close(torch.cat(outputs[25:], dim=1), whole[:, 25:], rtol=0, atol=1e-6)
+
+
+def test_the_prepared_output_product_is_the_generators(monkeypatch):
+    from annotated_transformer.decoding import output_product
+
+    model = _model(vocab=50, seed=4)
+    weight, states = model.generator.proj.weight.detach(), torch.randn(7, 32)
+    with torch.no_grad():
+        expected = model.generator.proj(states)
+        torch.testing.assert_close(output_product(weight)(states), expected)
+        monkeypatch.setattr(torch.backends.mkldnn, "is_available", lambda: False)  # the transposed weights
+        torch.testing.assert_close(output_product(weight)(states), expected)

@@ -45,3 +45,12 @@ def test_learned_positions_add_one_trained_vector_per_position():
     before = table.detach().clone()
     torch.optim.SGD(learned.parameters(), lr=0.1).step()
     assert not torch.equal(table[:4], before[:4]) and torch.equal(table[4:], before[4:])
+
+
+@pytest.mark.parametrize("kind", [PositionalEncoding, LearnedPositionalEmbedding])
+def test_a_later_slice_gets_the_encodings_of_its_own_positions(kind):
+    positions = kind(8, dropout=0.0, max_len=10).eval()
+    x = torch.randn(2, 6, 8)
+    torch.testing.assert_close(positions(x[:, 4:], start=4), positions(x)[:, 4:], rtol=0, atol=0)
+    with pytest.raises(ValueError, match="longer than max_len"):
+        positions(x[:, :3], start=8)  # positions 8, 9, 10: one past the table
