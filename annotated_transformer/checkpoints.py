@@ -164,14 +164,19 @@ def check_same_run(out_dir: Path, saved: dict | None, settings: dict) -> None:
                              "use another --run, or delete the folder to start over")
 
 
+def run_vocabulary(out_dir: Path, saved: dict | None, other_than: str | None = None) -> str | None:
+    """The vocabulary file name that the run recorded in its settings ``saved`` when it started; for runs
+    older than that record, the one its folder holds (other than ``other_than``)."""
+    recorded = (saved or {}).get("data", {}).get("vocabulary")
+    return recorded or next((p.name for p in sorted((out_dir / "vocab").glob("*.model")) if p.name != other_than), None)
+
+
 def check_same_data(out_dir: Path, saved: dict | None, vocabulary: str) -> None:
     """Refuse to go on with training data other than the run's. ``vocabulary`` is the file name the data
     given now would have (``spm-bpe8000-<fingerprint>.model``); the run recorded its own when it started
     (runs older than that record are judged by the vocabulary they hold). The vocabulary of a run is
     never retrained: new token ids under old weights would go on training as if nothing had happened."""
-    recorded = (saved or {}).get("data", {}).get("vocabulary")
-    if recorded is None:
-        recorded = next((p.name for p in sorted((out_dir / "vocab").glob("*.model")) if p.name != vocabulary), None)
+    recorded = run_vocabulary(out_dir, saved, other_than=vocabulary)
     if recorded is not None and recorded != vocabulary:
         def fingerprint(name: str) -> str:
             return name.removesuffix(".model").rsplit("-", 1)[-1]

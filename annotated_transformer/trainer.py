@@ -26,6 +26,7 @@ from annotated_transformer.checkpoints import (
     load_checkpoint,
     read_json,
     remove_leftovers,
+    run_vocabulary,
     save_checkpoint,
     trim_torn_line,
     write_atomically,
@@ -98,14 +99,12 @@ class MetricsLog:
                     self.board.add_scalar(key, value, record.get("step", 0))
 
 
-def load_splits(run: RunConfig) -> tuple[list, list]:
-    """The training and validation pairs as text; a missing or malformed file is an error before anything
-    is written into the run folder."""
+def load_splits(run: RunConfig, train: bool = True) -> tuple[list, list]:
+    """The training (none unless ``train``) and validation pairs as text; a bad file is an error before any write."""
     data_dir = Path(run.data_dir) if run.data_dir else None
-    train_pairs = data.load_pairs(run.corpus, run.train_split, run.src_lang, run.tgt_lang, data_dir)
-    if run.max_train_pairs:
-        train_pairs = train_pairs[: run.max_train_pairs]
-    if not any(src.strip() or tgt.strip() for src, tgt in train_pairs):
+    train_pairs = data.load_pairs(run.corpus, run.train_split, run.src_lang, run.tgt_lang, data_dir) if train else []
+    train_pairs = train_pairs[: run.max_train_pairs or None]
+    if train and not any(src.strip() or tgt.strip() for src, tgt in train_pairs):
         raise data.DataError(f"the {run.corpus} {run.train_split} split under {data_dir or data.default_data_dir()} "
                              "has no text: every line of both languages is blank")
     return train_pairs, data.load_pairs(run.corpus, run.valid_split, run.src_lang, run.tgt_lang, data_dir)
@@ -238,9 +237,10 @@ def start(model_config: TransformerConfig, run: RunConfig) -> Session:
     check_same_run(out_dir, saved, settings)
     torch.manual_seed(run.seed)
     # Nothing is written before every input has proved good: data loaded, vocabulary trained, pairs filtered.
-    splits = load_splits(run)
-    vocab_path = out_dir / "vocab" / data.vocab_file(splits[0], model_config.vocab_size)
-    check_same_data(out_dir, saved, vocab_path.name)
+    splits = load_splits(run, train=rank == 0)  # the other processes map the token cache that rank 0 leaves
+    if rank == 0:
+        vocab_path = out_dir / "vocab" / data.vocab_file(splits[0], model_config.vocab_size)
+        check_same_data(out_dir, saved, vocab_path.name)
     latest = latest_checkpoint(out_dir)
     resume = (latest, load_checkpoint(latest)) if latest else None  # a damaged one is refused before any write
     lock = None
@@ -254,10 +254,10 @@ def start(model_config: TransformerConfig, run: RunConfig) -> Session:
         if saved is None:
             write_atomically(config, json.dumps({**settings, "data": {"vocabulary": vocab_path.name}}, indent=2))
     if dist.is_initialized():
-        dist.barrier()  # the other processes read the vocabulary that rank 0 has written
+        dist.barrier()  # the other processes read the vocabulary and the token cache that rank 0 has written
     if rank != 0:
-        sp, train_pairs, valid_pairs, _ = prepare_data(run, model_config.vocab_size, vocab_path, splits,
-                                                       say=lambda *a: None)
+        vocab_path = out_dir / "vocab" / run_vocabulary(out_dir, read_json(config, CONFIG_REMEDY))
+        sp, train_pairs, valid_pairs, _ = prepare_data(run, model_config.vocab_size, vocab_path, splits, lambda *_: 0)
     model_config = model_config.replace(fused_attention=on_gpu or model_config.fused_attention)
     model = make_model(model_config).to(device)
     # On a GPU, Adam's update runs as one fused kernel (the same arithmetic; tested equal).

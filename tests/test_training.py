@@ -371,3 +371,20 @@ def test_training_keeps_its_pairs_in_a_token_cache_that_a_resumed_run_maps(text_
     stamp = (meta.parent / "src.ids").stat().st_mtime_ns
     assert train.main(_cli(text_corpus, run, "--max-steps", "4")) == 0  # resumes: maps, encodes nothing
     assert (meta.parent / "src.ids").stat().st_mtime_ns == stamp and sorted(_losses(run)) == [1, 2, 3, 4]
+
+
+def test_a_process_other_than_rank_0_maps_the_token_cache_and_reads_no_training_text(text_corpus, tmp_path,
+                                                                                     monkeypatch):
+    run = tmp_path / "run"
+    assert train.main(_cli(text_corpus, run, "--max-steps", "2")) == 0  # encodes the pairs, as rank 0 would
+    (meta,) = (run / "tokens").glob("*/meta.json")
+    model_config, run_config = train.configs_from_args(train.build_parser().parse_args(_cli(text_corpus, run)))
+    splits_read, load_pairs = [], data.load_pairs
+    monkeypatch.setattr(data, "load_pairs", lambda corpus, split, *rest: splits_read.append(split)
+                        or load_pairs(corpus, split, *rest))
+    monkeypatch.setattr(trainer, "setup_distributed", lambda device: (1, 2, device))  # rank 1 of 2, without
+    monkeypatch.setattr(torch.nn.parallel, "DistributedDataParallel", lambda model: model)  # a process group
+    session = trainer.start(model_config, run_config)
+    assert splits_read == [run_config.valid_split]
+    assert isinstance(session.stream.pairs, data.TokenCache) and session.stream.pairs.folder == meta.parent
+    assert len(session.valid_pairs) > 0 and session.sp.get_piece_size() == 80
