@@ -40,6 +40,7 @@ from annotated_transformer.performance import (
     describe,
     peak_flops,
     peak_memory_gib,
+    profile_steps,
     time_decoding,
     time_training,
     training_flops,
@@ -127,8 +128,9 @@ ENGINES = {  # name: what it is
 
 
 def decode_ours(model_file: str, sentences, settings: DecodeConfig, fused: bool | None,
-                device: str = "cpu") -> tuple[float, list]:
-    """Seconds to decode ``sentences`` with the book's decoding (``decode_ids``), and the output token ids;
+                device: str = "cpu", profile: bool = False) -> tuple[float, list, list]:
+    """Seconds to decode ``sentences`` with the book's decoding (``decode_ids``), the output token ids,
+    and with ``profile`` the top operators of a second, profiled pass (``profile_steps``; else []).
     ``fused`` sets the attention kernel (None: load_model's choice for the device)."""
     from annotated_transformer.checkpoints import load_model
 
@@ -139,7 +141,10 @@ def decode_ours(model_file: str, sentences, settings: DecodeConfig, fused: bool 
     ids = sp.encode(sentences)
     start = time.perf_counter()
     outputs = decode_ids(model, ids, device, settings)
-    return time.perf_counter() - start, outputs
+    seconds = time.perf_counter() - start
+    operators = profile_steps(lambda x: decode_ids(model, x, device, settings), [ids], device.startswith("cuda"),
+                              top=12) if profile else []
+    return seconds, outputs, operators
 
 
 def decode_worker(job: dict) -> dict:
@@ -149,11 +154,13 @@ def decode_worker(job: dict) -> dict:
     settings = DecodeConfig(**job["settings"])
     if job["engine"].startswith("ours"):
         fused = True if job["engine"] == "ours-sdpa" else None  # None: as load_model chose for the device
-        seconds, outputs = decode_ours(job["model_file"], sentences, settings, fused, job["device"])
+        seconds, outputs, operators = decode_ours(job["model_file"], sentences, settings, fused, job["device"],
+                                                  job["profile"] and job["engine"] == "ours")
     else:
         seconds, outputs = decode_ctranslate2(job["ct2"], job["vocabulary"], sentences, settings,
                                               "int8" if job["engine"] == "ct2-int8" else "float32", job["device"])
-    return {"seconds": seconds, "outputs": outputs}
+        operators = []
+    return {"seconds": seconds, "outputs": outputs, "profile": operators}
 
 
 def decoding_model(args, work: Path) -> tuple[Path, object, str]:
@@ -201,7 +208,7 @@ def benchmark_decoding(args) -> dict:
             job = {"engine": engine, "settings": asdict(decoding_from_args(args, beam)), "threads": args.threads,
                    "device": device,
                    "model_file": str(model_file), "vocabulary": str(work / "vocabulary.model"),
-                   "ct2": str(work / "ct2"), "sentences": str(work / "sentences.txt")}
+                   "ct2": str(work / "ct2"), "sentences": str(work / "sentences.txt"), "profile": args.profile}
             done = subprocess.run([sys.executable, "-m", "annotated_transformer.benchmark", "decode", "--worker",
                                    json.dumps(job)], capture_output=True, text=True, env=os.environ.copy())
             if done.returncode:
@@ -211,7 +218,8 @@ def benchmark_decoding(args) -> dict:
             hypotheses = [sp.decode(t) for t in out["outputs"]]
             results.append({"engine": engine, "beam": beam, "seconds": out["seconds"],
                             "sentences_per_s": len(sources) / out["seconds"], "tokens_per_s": tokens / out["seconds"],
-                            "bleu": BLEU().corpus_score(hypotheses, [references]).score, "outputs": out["outputs"]})
+                            "bleu": BLEU().corpus_score(hypotheses, [references]).score, "outputs": out["outputs"],
+                            **({"profile": out["profile"]} if out["profile"] else {})})
     ours = {r["beam"]: r for r in results if r["engine"] == "ours"}
     ratios = {}
     for r in results:  # agreement with our own decoding at the same beam size, and the time ratio
@@ -237,6 +245,9 @@ def print_decoding(report: dict) -> None:
               f"{r['tokens_per_s']:>8.0f} {r['bleu']:>6.2f} {same:>13}")
     for name, ratio in report["ratios"].items():
         print(f"{name}: {ratio:.2f}x")
+    for r in (r for r in report["results"] if "profile" in r):
+        print(f"our beam {r['beam']}, profiled: " + ", ".join(f"{p['op']} {p['ms_per_step'] / 1000:.2f} s"
+                                                            for p in r["profile"][:6] + r["profile"][-1:]))
 
 
 def time_cache(args) -> dict:
@@ -310,6 +321,8 @@ def _decode_options(modes) -> argparse.ArgumentParser:
     add_decoding_options(decode.add_argument_group("decoding (each engine at each beam size)"), several_beams=True)
     decode.add_argument("--threads", type=int, default=torch.get_num_threads(), metavar="N",
                         help="threads per engine (default: %(default)s)")
+    decode.add_argument("--profile", action="store_true",
+                        help="decode once more under PyTorch's profiler and report our top operators")
     decode.add_argument("--worker", help=argparse.SUPPRESS)
     return decode
 

@@ -213,7 +213,8 @@ def time_training(path: str, config, batches: list, device: str, warmup: int, bf
 
 
 def profile_steps(step, batches: list, on_gpu: bool, top: int = 15) -> list[dict]:
-    """Run ``step`` on each batch under PyTorch's profiler: its ``top`` operators by own time per step."""
+    """Run ``step`` on each batch under PyTorch's profiler: its ``top`` operators by own time per step, with
+    their calls per step, and last the sum over every operator."""
     from torch.profiler import ProfilerActivity
     from torch.profiler import profile as profiler
 
@@ -226,8 +227,10 @@ def profile_steps(step, batches: list, on_gpu: bool, top: int = 15) -> list[dict
     key = "self_device_time_total" if on_gpu else "self_cpu_time_total"
     events = sorted(prof.key_averages(), key=lambda e: -getattr(e, key))
     total = sum(getattr(e, key) for e in events)
-    return [{"op": e.key, "ms_per_step": getattr(e, key) / 1000 / len(batches), "share": getattr(e, key) / total}
-            for e in events[:top]]
+    rows = [{"op": e.key, "ms_per_step": getattr(e, key) / 1000 / len(batches), "share": getattr(e, key) / total,
+             "calls": e.count / len(batches)} for e in events[:top]]
+    return rows + [{"op": "every operator", "ms_per_step": total / 1000 / len(batches), "share": 1.0,
+                    "calls": sum(e.count for e in events) / len(batches)}]
 
 
 def describe(device: str) -> dict:
