@@ -70,7 +70,8 @@ def output_product(weight: torch.Tensor):
     """x ↦ x Wᵀ, the generator's scores, with W (vocab, d_model) prepared once: on a CPU, packed into
     the blocked layout of oneDNN's matrix kernel (the one torch.compile's CPU backend calls), else
     transposed into the layout a plain product reads fastest."""
-    if weight.device.type == "cpu" and torch.backends.mkldnn.is_available():
+    if (weight.device.type == "cpu" and weight.dtype == torch.float32 and torch.backends.mkldnn.is_available()
+            and hasattr(torch.ops.mkldnn, "_linear_pointwise")):
         packed = torch.ops.mkldnn._reorder_linear_weight(weight, None)
         return lambda x: torch.ops.mkldnn._linear_pointwise(x, packed, None, "none", [None], "")
     transposed = weight.t().contiguous()  # (d_model, vocab)
