@@ -216,8 +216,8 @@ def beam_search(model, src, src_mask, max_len, settings: DecodeConfig = PAPER_DE
         raise ValueError(f"need 1 <= n_best <= beam size; got n_best {n_best} with beam size {k}")
     limits = torch.as_tensor(max_len, device=device).expand(batch).tolist()
     memory = model.encode(src, src_mask)  # (batch, src_len, d_model)
-    shared = k if incremental else 1  # the cache keeps the encoder's keys and values once per sentence
-    memory, src_mask = memory.repeat_interleave(k // shared, dim=0), src_mask.repeat_interleave(k // shared, dim=0)
+    copies = 1 if incremental else k  # the cache keeps the encoder's keys and values once for k hypotheses
+    memory, src_mask = memory.repeat_interleave(copies, dim=0), src_mask.repeat_interleave(copies, dim=0)
     cache = DecoderCache(model) if incremental else None
     ys = torch.full((batch * k, 1), data.BOS, dtype=torch.long, device=device)
     beam_log_probs = torch.full((batch, k), float("-inf"), device=device)
@@ -253,13 +253,12 @@ def beam_search(model, src, src_mask, max_len, settings: DecodeConfig = PAPER_DE
                 keep.append(i)
         if len(keep) < n:  # drop finished sentences from the batch
             active, block = [active[i] for i in keep], torch.tensor(keep, dtype=torch.long, device=device)
-            beam_log_probs, (ys, rows), (memory, src_mask) = (beam_log_probs[block], drop_rows(block, k, ys, rows),
-                                                              drop_rows(block, k // shared, memory, src_mask))
+            beam_log_probs, (ys, rows) = beam_log_probs[block], drop_rows(block, k, ys, rows)
+            memory, src_mask = drop_rows(block, copies, memory, src_mask)
             for _, cross in cache or ():
                 cross.select(block)
-        if cache is not None:
-            for own, _ in cache:
-                own.select(rows)
+        for own, _ in cache or ():
+            own.select(rows)
     return [sorted(hyps, key=lambda h: -h.score)[:n_best] for hyps in finished]
 
 
