@@ -69,7 +69,7 @@ class DecoderCache(list):
 def output_product(weight: torch.Tensor):
     """x ↦ x Wᵀ, the generator's scores, with W (vocab, d_model) prepared once: on a CPU, packed into
     the blocked layout of oneDNN's matrix kernel (the one torch.compile's CPU backend calls), else
-    transposed into the layout a plain product reads fastest."""
+    transposed once."""
     if (weight.device.type == "cpu" and weight.dtype == torch.float32 and torch.backends.mkldnn.is_available()
             and hasattr(torch.ops.mkldnn, "_linear_pointwise")):
         packed = torch.ops.mkldnn._reorder_linear_weight(weight, None)
@@ -119,7 +119,7 @@ def greedy_decode(model, src, src_mask, max_len, bos: int, eos: int, pad: int,
         # The softmax keeps the order of the scores: the largest logit is the most probable token.
         logits = next_logits(model, memory, src_mask, ys, cache)
         logits[:, [pad, bos]] = float("-inf")  # never valid outputs
-        next_token = logits.max(dim=-1).indices  # as argmax (the first of equal maxima), faster on CPUs
+        next_token = logits.max(dim=-1).indices  # the same answer as argmax: the first of equal maxima
         out[alive, step - 1] = next_token
         ended = (next_token == eos) | (limits[alive] <= step)  # (live rows,)
         if ended.all():
