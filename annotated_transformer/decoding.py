@@ -174,7 +174,8 @@ def best_extensions(beam_log_probs, log_probs, k: int, eos: int):
     """The 2k best one-token extensions of each sentence's k hypotheses, best first: (log-probabilities,
     beam, token), and which of the k that continue (the best that do not end in <eos>) as an index."""
     n, vocab = beam_log_probs.size(0), log_probs.size(-1)
-    candidates = (beam_log_probs.unsqueeze(-1) + log_probs.view(n, k, vocab)).view(n, k * vocab)
+    # log_probs: (n * k, vocab), or (n, vocab) at a first step where every sentence's k hypotheses are <bos>
+    candidates = (beam_log_probs.unsqueeze(-1) + log_probs.view(n, -1, vocab)).view(n, k * vocab)
     top_log_probs, top_index = candidates.topk(min(2 * k, k * vocab), dim=1)  # (n, 2k)
     top_token = top_index % vocab
     # At most k of the 2k are <eos> (one per beam), so at least k others remain to continue.
@@ -219,7 +220,8 @@ def beam_search(model, src, src_mask, max_len, settings: DecodeConfig = PAPER_DE
     copies = 1 if incremental else k  # the cache keeps the encoder's keys and values once for k hypotheses
     memory, src_mask = memory.repeat_interleave(copies, dim=0), src_mask.repeat_interleave(copies, dim=0)
     cache = DecoderCache(model) if incremental else None
-    ys = torch.full((batch * k, 1), data.BOS, dtype=torch.long, device=device)
+    # With the cache, the first step computes one row per sentence: its k hypotheses are all <bos> alike.
+    ys = torch.full((batch * copies, 1), data.BOS, dtype=torch.long, device=device)
     beam_log_probs = torch.full((batch, k), float("-inf"), device=device)
     beam_log_probs[:, 0] = 0.0  # one live hypothesis per sentence at the start: <bos>
     active = list(range(batch))  # the sentences still being decoded, in row-block order
@@ -232,17 +234,17 @@ def beam_search(model, src, src_mask, max_len, settings: DecodeConfig = PAPER_DE
 
     step = 0
     while active:
-        step += 1
-        n = len(active)
-        log_probs = next_log_probs(model, memory, src_mask, ys, cache, banned=(data.PAD, data.BOS))  # (n * k, vocab)
-        log_probs = restricted(log_probs, allowed, active, ys[:, 1:], k)
+        step, n, held = step + 1, len(active), ys.size(0) // len(active)  # held: rows per sentence, 1 or k
+        log_probs = next_log_probs(model, memory, src_mask, ys, cache, banned=(data.PAD, data.BOS))
+        log_probs = restricted(log_probs, allowed, active, ys[:, 1:], held)  # (n * held, vocab)
         top_log_probs, top_beam, top_token, order = best_extensions(beam_log_probs, log_probs, k, eos)
         # An <eos> among the k best candidates ends a hypothesis; the k best others continue.
         for i, j in ((top_token[:, :k] == eos) & (top_log_probs[:, :k] > float("-inf"))).nonzero().tolist():
-            row = i * k + top_beam[i, j].item()
+            row = i * held + top_beam[i, j].item()
             finish(active[i], ys[row, 1:].tolist() + [eos], top_log_probs[i, j].item())
         beam_log_probs = top_log_probs.gather(1, order)  # (n, k)
-        rows = (torch.arange(n, device=device).unsqueeze(1) * k + top_beam.gather(1, order)).view(-1)
+        beam = top_beam.gather(1, order).clamp(max=held - 1)  # at the start, any beam is a copy of the first
+        rows = (torch.arange(n, device=device).unsqueeze(1) * held + beam).view(-1)
         ys = torch.cat([ys[rows], top_token.gather(1, order).view(-1, 1)], dim=1)  # (n * k, step + 1)
         keep, best_alive = [], beam_log_probs.max(dim=1).values.tolist()
         for i, sentence in enumerate(active):

@@ -140,6 +140,19 @@ def test_cached_decoding_equals_full_recomputation(norm_first):
         ys = torch.cat([ys, step.argmax(-1, keepdim=True)], dim=1)
 
 
+def test_the_first_beam_step_computes_one_row_per_sentence_and_later_steps_k():
+    model = _model(vocab=16, seed=2, eos_bias=1.5)
+    src, src_mask = _sources(16, [7, 3, 5], seed=6)
+    rows = []
+    hook = model.decoder.register_forward_hook(lambda module, args, out: rows.append(out.size(0)))
+    try:
+        beam_search(model, src, src_mask, 6, DecodeConfig(beam_size=3))
+    finally:
+        hook.remove()
+    assert rows[:2] == [3, 9]
+    assert all(r % 3 == 0 for r in rows[1:])  # k rows per sentence still being decoded
+
+
 def test_bad_beam_settings_are_refused():
     model = _model(vocab=8, seed=0)
     src, src_mask = _sources(8, [3], seed=0)
