@@ -152,15 +152,19 @@ def decode_worker(job: dict) -> dict:
     torch.set_num_threads(job["threads"])
     sentences = Path(job["sentences"]).read_text(encoding="utf-8").split("\n")
     settings = DecodeConfig(**job["settings"])
-    if job["engine"].startswith("ours"):
-        fused = True if job["engine"] == "ours-sdpa" else None  # None: as load_model chose for the device
-        seconds, outputs, operators = decode_ours(job["model_file"], sentences, settings, fused, job["device"],
-                                                  job["profile"] and job["engine"] == "ours")
-    else:
-        seconds, outputs = decode_ctranslate2(job["ct2"], job["vocabulary"], sentences, settings,
-                                              "int8" if job["engine"] == "ct2-int8" else "float32", job["device"])
-        operators = []
-    return {"seconds": seconds, "outputs": outputs, "profile": operators}
+    passes = []
+    for n in range(job["repeat"]):  # the same decoding again; only the first pass is profiled
+        if job["engine"].startswith("ours"):
+            fused = True if job["engine"] == "ours-sdpa" else None  # None: as load_model chose for the device
+            passes.append(decode_ours(job["model_file"], sentences, settings, fused, job["device"],
+                                      job["profile"] and job["engine"] == "ours" and n == 0))
+        else:
+            passes.append((*decode_ctranslate2(job["ct2"], job["vocabulary"], sentences, settings,
+                                               "int8" if job["engine"] == "ct2-int8" else "float32", job["device"]),
+                           []))
+    seconds = [p[0] for p in passes]
+    return {"seconds": sorted(seconds)[len(seconds) // 2], "seconds_each": seconds, "outputs": passes[0][1],
+            "profile": passes[0][2]}
 
 
 def decoding_model(args, work: Path) -> tuple[Path, object, str]:
@@ -208,7 +212,8 @@ def benchmark_decoding(args) -> dict:
             job = {"engine": engine, "settings": asdict(decoding_from_args(args, beam)), "threads": args.threads,
                    "device": device,
                    "model_file": str(model_file), "vocabulary": str(work / "vocabulary.model"),
-                   "ct2": str(work / "ct2"), "sentences": str(work / "sentences.txt"), "profile": args.profile}
+                   "ct2": str(work / "ct2"), "sentences": str(work / "sentences.txt"), "profile": args.profile,
+                   "repeat": args.repeat}
             done = subprocess.run([sys.executable, "-m", "annotated_transformer.benchmark", "decode", "--worker",
                                    json.dumps(job)], capture_output=True, text=True, env=os.environ.copy())
             if done.returncode:
@@ -217,6 +222,7 @@ def benchmark_decoding(args) -> dict:
             tokens = sum(len(t) + 1 for t in out["outputs"])  # with each sentence's </s>
             hypotheses = [sp.decode(t) for t in out["outputs"]]
             results.append({"engine": engine, "beam": beam, "seconds": out["seconds"],
+                            "seconds_each": out["seconds_each"],
                             "sentences_per_s": len(sources) / out["seconds"], "tokens_per_s": tokens / out["seconds"],
                             "bleu": BLEU().corpus_score(hypotheses, [references]).score, "outputs": out["outputs"],
                             **({"profile": out["profile"]} if out["profile"] else {})})
@@ -231,13 +237,15 @@ def benchmark_decoding(args) -> dict:
         r["outputs_sha256"] = hashlib.sha256(json.dumps(r.pop("outputs")).encode()).hexdigest()
     return {"mode": "decode", "model": what, "test_set": f"{corpus}/{split}", "sentences": len(sources),
             "device": describe(device), "alpha": args.alpha, "batch_tokens": args.eval_batch_tokens,
+            "repeat": args.repeat,
             "results": results, "ratios": ratios}
 
 
 def print_decoding(report: dict) -> None:
     d = report["device"]
     print(f"{report['sentences']:,} sentences of {report['test_set']}, model: {report['model']}; "
-          f"{d.get('gpu', d['cpu'] + ' CPU')}, {d['threads']} threads, each engine in its own process")
+          f"{d.get('gpu', d['cpu'] + ' CPU')}, {d['threads']} threads, each engine in its own process, "
+          f"median of {report.get('repeat', 1)} pass(es)")
     print(f"{'engine':<10} {'beam':>4} {'seconds':>8} {'sent/s':>8} {'tok/s':>8} {'BLEU':>6} {'same as ours':>13}")
     for r in report["results"]:
         same = f"{r['same_as_ours']:.1%}" if r["same_as_ours"] is not None else "-"
@@ -321,6 +329,9 @@ def _decode_options(modes) -> argparse.ArgumentParser:
     add_decoding_options(decode.add_argument_group("decoding (each engine at each beam size)"), several_beams=True)
     decode.add_argument("--threads", type=int, default=torch.get_num_threads(), metavar="N",
                         help="threads per engine (default: %(default)s)")
+    decode.add_argument("--repeat", type=int, default=1, metavar="N",
+                        help="decode N times in each engine's process and report the median time, for a machine "
+                        "whose speed varies from minute to minute (default: %(default)s)")
     decode.add_argument("--profile", action="store_true",
                         help="decode once more under PyTorch's profiler and report our top operators")
     decode.add_argument("--worker", help=argparse.SUPPRESS)

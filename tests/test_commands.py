@@ -215,7 +215,7 @@ def test_a_decoding_benchmark_worker_decodes_as_translate_does(trained_run, tmp_
     (tmp_path / "sentences.txt").write_text("\n".join(sources), encoding="utf-8")
     settings = config.DecodeConfig(beam_size=3, alpha=0.2, max_extra=4, eval_batch_tokens=40)
     job = {"engine": "ours", "settings": dataclasses.asdict(settings), "threads": 1, "device": "cpu",
-           "model_file": str(shared), "sentences": str(tmp_path / "sentences.txt"), "profile": True}
+           "model_file": str(shared), "sentences": str(tmp_path / "sentences.txt"), "profile": True, "repeat": 2}
     out = json.loads(json.dumps(decode_worker(job)))  # what the worker prints travels as JSON
     translations = tmp_path / "translate.de"
     assert translate.main(["--checkpoint", str(shared), "-i", str(tmp_path / "sentences.txt"), "-o", str(translations),
@@ -226,6 +226,7 @@ def test_a_decoding_benchmark_worker_decodes_as_translate_does(trained_run, tmp_
     *top, every = out["profile"]  # the profiled second pass: its largest operators, then all of them
     assert every["op"] == "every operator" and 0 < sum(p["ms_per_step"] for p in top) <= every["ms_per_step"]
     assert len(top) == 12 and every["calls"] >= sum(p["calls"] for p in top) > 0
+    assert len(out["seconds_each"]) == 2 and out["seconds"] in out["seconds_each"]  # two passes, the median kept
 
 
 def test_a_checkpoint_out_of_its_run_folder_says_what_is_missing(trained_run, tmp_path, capsys):
