@@ -152,10 +152,10 @@ def decode_worker(job: dict) -> dict:
     torch.set_num_threads(job["threads"])
     sentences = Path(job["sentences"]).read_text(encoding="utf-8").split("\n")
     settings = DecodeConfig(**job["settings"])
+    fused = True if job["engine"] == "ours-sdpa" else None  # None: as load_model chose for the device
     passes = []
     for n in range(job["repeat"]):  # the same decoding again; only the first pass is profiled
         if job["engine"].startswith("ours"):
-            fused = True if job["engine"] == "ours-sdpa" else None  # None: as load_model chose for the device
             passes.append(decode_ours(job["model_file"], sentences, settings, fused, job["device"],
                                       job["profile"] and job["engine"] == "ours" and n == 0))
         else:

@@ -189,15 +189,15 @@ def drop_rows(block: torch.Tensor, k: int, *tensors):
     return [t[rows] for t in tensors]
 
 
-def restricted(log_probs: torch.Tensor, allowed, active: list[int], outputs: torch.Tensor, k: int) -> torch.Tensor:
+def restricted(log_probs: torch.Tensor, allowed, active: list[int], outputs: torch.Tensor, per: int) -> torch.Tensor:
     """``log_probs`` with -inf for every token that ``allowed(sentence, tokens)`` does not list for a row:
-    ``sentence`` is the row's sentence number in the batch, ``tokens`` its output so far (unchanged without
-    ``allowed``)."""
+    ``sentence`` is the row's sentence number in the batch (``per`` consecutive rows each), ``tokens`` its
+    output so far (unchanged without ``allowed``)."""
     if allowed is None:
         return log_probs
     mask = torch.full_like(log_probs, float("-inf"))
     for row, prefix in enumerate(outputs.tolist()):
-        mask[row, allowed(active[row // k], prefix)] = 0.0
+        mask[row, allowed(active[row // per], prefix)] = 0.0
     return log_probs + mask
 
 

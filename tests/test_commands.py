@@ -226,7 +226,8 @@ def test_a_decoding_benchmark_worker_decodes_as_translate_does(trained_run, tmp_
     *top, every = out["profile"]  # the profiled second pass: its largest operators, then all of them
     assert every["op"] == "every operator" and 0 < sum(p["ms_per_step"] for p in top) <= every["ms_per_step"]
     assert len(top) == 12 and every["calls"] >= sum(p["calls"] for p in top) > 0
-    assert len(out["seconds_each"]) == 2 and out["seconds"] in out["seconds_each"]  # two passes, the median kept
+    # Two passes were made and one of them is reported (which one, not how long either took).
+    assert len(out["seconds_each"]) == 2 and out["seconds"] in out["seconds_each"]
 
 
 def test_a_checkpoint_out_of_its_run_folder_says_what_is_missing(trained_run, tmp_path, capsys):
