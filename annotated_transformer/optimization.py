@@ -38,6 +38,60 @@ def sequence_loss(scores: torch.Tensor, target: torch.Tensor, pad: int, label_sm
 
 
 # --- from book/11_training.md ---
+def smoothed_rows(x, target, pad: int, label_smoothing: float, with_grad: bool):
+    """Summed label-smoothed loss of the score rows ``x`` (rows, vocab) against ``target`` (rows,), padding
+    rows excluded, and with ``with_grad`` its gradient with respect to ``x``, in ``x``'s precision."""
+    dtype, vocab, real = x.dtype, x.size(-1), target != pad
+    x = x.float()
+    picked = target.masked_fill(~real, 0)[:, None]
+    lse = torch.logsumexp(x, dim=-1, keepdim=True)
+    per_row = lse.squeeze(1) - (1 - label_smoothing) * x.gather(1, picked).squeeze(1) - label_smoothing * x.mean(-1)
+    loss = per_row.masked_fill(~real, 0.0).sum()
+    if not with_grad:
+        return loss, None
+    spread = torch.exp(x - lse) - label_smoothing / vocab
+    grad = torch.where(torch.arange(vocab, device=x.device) == picked, spread - (1 - label_smoothing), spread)
+    return loss, (grad * real[:, None]).to(dtype)
+
+
+class SmoothedCrossEntropy(torch.autograd.Function):
+    """``F.cross_entropy(scores, target, ignore_index=pad, label_smoothing=ε, reduction="sum")`` whose
+    gradient is computed in the forward pass, ``rows`` score rows at a time (see ``smoothed_rows``)."""
+
+    @staticmethod
+    def forward(ctx, scores, target, pad: int, label_smoothing: float, rows: int = 4096):
+        x, t = scores.flatten(0, -2), target.flatten()
+        kernel = compiled_rows() if x.is_cuda else smoothed_rows
+        grad = torch.empty_like(x) if ctx.needs_input_grad[0] else None
+        total = x.new_zeros((), dtype=torch.float32)
+        for start in range(0, x.size(0), rows):
+            part = slice(start, start + rows)
+            loss, part_grad = kernel(x[part], t[part], pad, label_smoothing, grad is not None)
+            total += loss
+            if grad is not None:
+                grad[part] = part_grad
+        ctx.grad, ctx.shape = grad, scores.shape
+        return total
+
+    @staticmethod
+    def backward(ctx, upstream):
+        if ctx.grad is None:
+            raise RuntimeError("SmoothedCrossEntropy's gradient was already used: backward runs once")
+        grad, ctx.grad = ctx.grad, None
+        return grad.mul_(upstream).view(ctx.shape), None, None, None, None
+
+
+def compiled_rows():
+    """``smoothed_rows`` compiled once per process (a GPU's fused kernels for the loss)."""
+    global _COMPILED_ROWS
+    if _COMPILED_ROWS is None:
+        _COMPILED_ROWS = torch.compile(smoothed_rows, dynamic=True)
+    return _COMPILED_ROWS
+
+
+_COMPILED_ROWS = None
+
+
 def generator_loss(proj, states, target, pad: int, label_smoothing: float, chunk_tokens: int = 0):
     """Summed label-smoothed loss of the scores ``proj(states)`` against ``target``.
 
@@ -45,7 +99,7 @@ def generator_loss(proj, states, target, pad: int, label_smoothing: float, chunk
     computes all scores at once; N > 0 takes N real positions at a time and recomputes their scores
     in the backward pass instead of storing them (the same value and gradients, far less memory)."""
     if not chunk_tokens:
-        return sequence_loss(proj(states), target, pad, label_smoothing, reduction="sum")
+        return SmoothedCrossEntropy.apply(proj(states), target, pad, label_smoothing)
     from torch.utils.checkpoint import checkpoint
 
     real = target.flatten() != pad  # padding positions need no scores

@@ -19,7 +19,12 @@ from annotated_transformer.data import PAD, Batch
 from annotated_transformer.diagnostics import source_alignment
 from annotated_transformer.layers import subsequent_mask
 from annotated_transformer.model import make_model
-from annotated_transformer.optimization import accumulate_gradients, make_optimizer, sequence_loss
+from annotated_transformer.optimization import (
+    SmoothedCrossEntropy,
+    accumulate_gradients,
+    make_optimizer,
+    sequence_loss,
+)
 
 TINY = TransformerConfig(vocab_size=50, n_layers=1, d_model=32, d_ff=64, n_heads=2)
 
@@ -41,6 +46,49 @@ def _batch(rows):
     src = torch.tensor([r + [PAD] * (width - len(r)) for r in rows])
     tgt = torch.tensor([[1] + r + [2] + [PAD] * (width - len(r)) for r in rows])
     return Batch.from_tensors(src, tgt, pad=PAD)
+
+
+@pytest.mark.parametrize("smoothing", [0.0, 0.1, 0.3])
+def test_fused_loss_matches_cross_entropy_in_float64(smoothing):
+    torch.manual_seed(int(smoothing * 10))
+    scores = (3 * torch.randn(4, 7, 50)).requires_grad_()
+    target = torch.randint(1, 50, (4, 7)).masked_fill(torch.rand(4, 7) < 0.3, PAD)  # padding rows included
+    reference = torch.nn.functional.cross_entropy(scores.double().flatten(0, 1), target.flatten(), ignore_index=PAD,
+                                                  label_smoothing=smoothing, reduction="sum")
+    expected = torch.autograd.grad(2.5 * reference, scores)[0]
+    loss = SmoothedCrossEntropy.apply(scores, target, PAD, smoothing, 5)  # slices of 5 rows over 28
+    (2.5 * loss).backward()
+    torch.testing.assert_close(loss.double(), reference.detach(), rtol=1e-6, atol=1e-5)
+    torch.testing.assert_close(scores.grad, expected, rtol=1e-5, atol=1e-6)
+    assert scores.grad[target == PAD].abs().max() == 0  # padding positions get no gradient
+    with torch.no_grad():  # without a gradient to keep: the same value
+        torch.testing.assert_close(SmoothedCrossEntropy.apply(scores, target, PAD, smoothing, 5), loss.detach())
+
+
+def test_fused_loss_keeps_the_gradient_in_the_scores_precision():
+    torch.manual_seed(1)
+    scores = torch.randn(6, 300).bfloat16().requires_grad_()
+    target = torch.randint(1, 300, (6,))
+    SmoothedCrossEntropy.apply(scores, target, PAD, 0.1).backward()
+    reference = torch.nn.functional.cross_entropy(scores.double(), target, label_smoothing=0.1, reduction="sum")
+    expected = torch.autograd.grad(reference, scores)[0]
+    assert scores.grad.dtype == torch.bfloat16
+    torch.testing.assert_close(scores.grad.float(), expected.float(), rtol=1e-2, atol=1e-4)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="the compiled loss kernels run on a GPU")
+def test_fused_loss_on_a_gpu_matches_the_cpu_computation():
+    torch.manual_seed(2)
+    scores = (3 * torch.randn(3000, 37000)).bfloat16()
+    target = torch.randint(1, 37000, (3000,)).masked_fill(torch.rand(3000) < 0.2, PAD)
+    results = []
+    for device in ("cpu", "cuda"):
+        x = scores.to(device).detach().requires_grad_()
+        loss = SmoothedCrossEntropy.apply(x, target.to(device), PAD, 0.1, 1024)
+        loss.backward()
+        results.append((loss.cpu(), x.grad.float().cpu()))
+    torch.testing.assert_close(results[1][0], results[0][0], rtol=1e-5, atol=1e-2)
+    torch.testing.assert_close(results[1][1], results[0][1], rtol=1e-2, atol=1e-5)
 
 
 def test_accumulated_gradient_equals_one_large_batch():
