@@ -44,14 +44,24 @@ def smoothed_rows(x, target, pad: int, label_smoothing: float, with_grad: bool):
     dtype, vocab, real = x.dtype, x.size(-1), target != pad
     x = x.float()
     picked = target.masked_fill(~real, 0)[:, None]
-    lse = torch.logsumexp(x, dim=-1, keepdim=True)
+    if x.is_cuda or not with_grad:
+        lse = torch.logsumexp(x, dim=-1, keepdim=True)
+    else:  # a CPU runs each operation as a pass of its own over memory: one pass of exponentials serves both
+        top = x.amax(-1, keepdim=True)
+        grad = torch.sub(x, top).exp_()
+        total = grad.sum(-1, keepdim=True)
+        lse = top + total.log()
     per_row = lse.squeeze(1) - (1 - label_smoothing) * x.gather(1, picked).squeeze(1) - label_smoothing * x.mean(-1)
     loss = per_row.masked_fill(~real, 0.0).sum()
     if not with_grad:
         return loss, None
-    spread = torch.exp(x - lse) - label_smoothing / vocab
-    grad = torch.where(torch.arange(vocab, device=x.device) == picked, spread - (1 - label_smoothing), spread)
-    return loss, (grad * real[:, None]).to(dtype)
+    if x.is_cuda:  # compiled (compiled_rows), these operations fuse into few kernels
+        spread = torch.exp(x - lse) - label_smoothing / vocab
+        grad = torch.where(torch.arange(vocab, device=x.device) == picked, spread - (1 - label_smoothing), spread)
+        return loss, (grad * real[:, None]).to(dtype)
+    grad.div_(total).sub_(label_smoothing / vocab)  # in place: no second buffer of the slice's size
+    grad.scatter_add_(1, picked, grad.new_full(picked.shape, label_smoothing - 1))
+    return loss, grad.mul_(real[:, None]).to(dtype)
 
 
 class SmoothedCrossEntropy(torch.autograd.Function):
