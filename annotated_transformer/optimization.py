@@ -3,6 +3,8 @@
 
 """The pieces of every optimizer update (§5): the label-smoothed loss, Adam with the schedule of eq. 3,
 and gradient accumulation over processes and micro-batches."""
+import functools
+
 import torch
 import torch.nn.functional as F
 
@@ -91,15 +93,10 @@ class SmoothedCrossEntropy(torch.autograd.Function):
         return grad.mul_(upstream).view(ctx.shape), None, None, None, None
 
 
+@functools.cache
 def compiled_rows():
     """``smoothed_rows`` compiled once per process (a GPU's fused kernels for the loss)."""
-    global _COMPILED_ROWS
-    if _COMPILED_ROWS is None:
-        _COMPILED_ROWS = torch.compile(smoothed_rows, dynamic=True)
-    return _COMPILED_ROWS
-
-
-_COMPILED_ROWS = None
+    return torch.compile(smoothed_rows, dynamic=True)
 
 
 def generator_loss(proj, states, target, pad: int, label_smoothing: float, chunk_tokens: int = 0):
