@@ -173,14 +173,34 @@ def must_go_on(done_scores: list[float], best_alive: float, limit: int, k: int, 
 def best_extensions(beam_log_probs, log_probs, k: int, eos: int):
     """The 2k best one-token extensions of each sentence's k hypotheses, best first: (log-probabilities,
     beam, token), and which of the k that continue (the best that do not end in <eos>) as an index."""
-    n, vocab = beam_log_probs.size(0), log_probs.size(-1)
+    vocab = log_probs.size(-1)
     # log_probs: (n * k, vocab), or (n, vocab) at a first step where every sentence's k hypotheses are <bos>
-    candidates = (beam_log_probs.unsqueeze(-1) + log_probs.view(n, -1, vocab)).view(n, k * vocab)
-    top_log_probs, top_index = candidates.topk(min(2 * k, k * vocab), dim=1)  # (n, 2k)
+    top_log_probs, top_index = best_candidates(beam_log_probs, log_probs, min(2 * k, k * vocab))  # (n, 2k)
     top_token = top_index % vocab
     # At most k of the 2k are <eos> (one per beam), so at least k others remain to continue.
     order = (torch.arange(top_index.size(1), device=log_probs.device) + (top_token == eos) * (2 * k)).argsort(dim=1)
     return top_log_probs, top_index // vocab, top_token, order[:, :k]
+
+
+def best_candidates(beam_log_probs, log_probs, count: int):
+    """The ``count`` largest of the candidates ``beam_log_probs[i, b] + log_probs[i * held + b, v]`` of each
+    sentence i (``held``: 1 or k rows per sentence), and their index b * vocab + v: what ``topk`` over the
+    (n, k * vocab) candidates returns, without writing them all. The vocabulary is dealt into interleaved
+    groups; only the ``count`` groups with the largest maxima can hold the ``count`` best candidates."""
+    (n, k), (rows, vocab) = beam_log_probs.shape, log_probs.shape
+    groups = next((g for g in range(64, 4 * count - 1, -1) if vocab % g == 0), None)  # at most 64, at least 4 count
+    if groups is None:  # a beam too wide for the vocabulary: the groups would not narrow the search
+        candidates = beam_log_probs.unsqueeze(-1) + log_probs.view(n, -1, vocab)  # (n, k, vocab)
+        return candidates.view(n, k * vocab).topk(count, dim=1)
+    held, size = rows // n, vocab // groups  # size: tokens per group
+    maxima = log_probs.view(rows, size, groups).amax(dim=1).view(n, held, groups)  # token v is in group v % groups
+    group = (beam_log_probs.unsqueeze(-1) + maxima).view(n, k * groups).topk(count, dim=1).indices  # (n, count)
+    beam, first = group // groups, group % groups  # beam b of sentence i; its group's first token
+    tokens = first.unsqueeze(-1) + groups * torch.arange(size, device=log_probs.device)  # (n, count, size)
+    row = torch.arange(n, device=log_probs.device).unsqueeze(1) * held + beam.clamp(max=held - 1)  # (n, count)
+    values = beam_log_probs.gather(1, beam).unsqueeze(-1) + log_probs[row.unsqueeze(-1), tokens]
+    top_values, top = values.view(n, -1).topk(count, dim=1)
+    return top_values, (beam.unsqueeze(-1) * vocab + tokens).view(n, -1).gather(1, top)
 
 
 def drop_rows(block: torch.Tensor, k: int, *tensors):

@@ -221,3 +221,23 @@ def test_the_prepared_output_product_is_the_generators(monkeypatch):
         torch.testing.assert_close(output_product(weight)(states), expected)
         monkeypatch.setattr(torch.backends.mkldnn, "is_available", lambda: False)  # the transposed weights
         torch.testing.assert_close(output_product(weight)(states), expected)
+
+
+@pytest.mark.parametrize("vocab", [8000, 37000, 6400, 12])
+def test_the_grouped_candidate_search_returns_what_topk_over_every_candidate_does(vocab):
+    from annotated_transformer.decoding import best_candidates
+
+    g = torch.Generator().manual_seed(vocab)
+    for n, k, held, dead in ((5, 4, 4, 0.0), (3, 4, 1, 0.0), (7, 2, 2, 0.9), (2, 5, 5, 0.0)):
+        beam = torch.randn(n, k, generator=g) - 5
+        if held == 1:  # a first step: one live hypothesis per sentence, the others -inf
+            beam[:, 1:] = float("-inf")
+        log_probs = torch.randn(n * held, vocab, generator=g).mul(3).log_softmax(dim=-1)
+        log_probs[:, :2] = float("-inf")  # banned tokens
+        log_probs[torch.rand(log_probs.shape, generator=g) < dead] = float("-inf")  # a restricted search
+        count = min(2 * k, k * vocab)
+        expected = (beam.unsqueeze(-1) + log_probs.view(n, held, vocab)).view(n, -1).topk(count, dim=1)
+        values, index = best_candidates(beam, log_probs, count)
+        assert torch.equal(values, expected.values)
+        finite = values > float("-inf")  # among -inf candidates, any index is as good as another
+        assert torch.equal(index[finite], expected.indices[finite])
