@@ -51,8 +51,11 @@ class Batch:
         return cls(src, tgt_in, tgt_out, src_mask, tgt_mask, int((tgt_out != pad).sum()))
 
     def to(self, device) -> "Batch":
-        # A copy from the host need not wait for the work the device has queued (non_blocking).
-        return Batch(*(t.to(device, non_blocking=t.device.type == "cpu")
+        # To a GPU, each tensor is first copied into page-locked (pinned) host memory: from there the copy
+        # is queued behind the device's work and the CPU goes on (non_blocking), where a copy from
+        # ordinary memory may first wait for that work to finish.
+        gpu = torch.device(device).type == "cuda"
+        return Batch(*((t.pin_memory() if gpu and t.device.type == "cpu" else t).to(device, non_blocking=gpu)
                        for t in (self.src, self.tgt_in, self.tgt_out, self.src_mask, self.tgt_mask)), self.n_tokens)
 
 

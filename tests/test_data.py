@@ -231,3 +231,16 @@ def test_of_two_processes_one_encodes_and_the_other_waits_and_maps(synthetic_pai
         process.join()
     assert [process.exitcode for process in processes] == [0, 0]
     assert marks.read_text().splitlines() == ["encoding"]  # one of them encoded; the other only mapped
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="pinned host memory needs a GPU")
+def test_a_batch_reaches_the_gpu_through_pinned_memory_unchanged():
+    from annotated_transformer.data import Batch
+
+    tgt = torch.tensor([[1, 5, 6, 2], [1, 7, 2, 0]])
+    batch = Batch.from_tensors(torch.tensor([[4, 5, 2], [6, 2, 0]]), tgt, pad=0)
+    moved = batch.to("cuda")
+    torch.cuda.synchronize()
+    for name in ("src", "tgt_in", "tgt_out", "src_mask", "tgt_mask"):
+        assert getattr(moved, name).is_cuda and torch.equal(getattr(moved, name).cpu(), getattr(batch, name))
+    assert moved.n_tokens == batch.n_tokens == 5
