@@ -188,7 +188,7 @@ def best_candidates(beam_log_probs, log_probs, count: int):
     (n, k * vocab) candidates returns, without writing them all. The vocabulary is dealt into interleaved
     groups; only the ``count`` groups with the largest maxima can hold the ``count`` best candidates."""
     (n, k), (rows, vocab) = beam_log_probs.shape, log_probs.shape
-    groups = next((g for g in range(64, 4 * count - 1, -1) if vocab % g == 0), None)  # at most 64, at least 4 count
+    groups = candidate_groups(vocab, count)
     if groups is None:  # a beam too wide for the vocabulary: the groups would not narrow the search
         candidates = beam_log_probs.unsqueeze(-1) + log_probs.view(n, -1, vocab)  # (n, k, vocab)
         return candidates.view(n, k * vocab).topk(count, dim=1)
@@ -201,6 +201,12 @@ def best_candidates(beam_log_probs, log_probs, count: int):
     values = beam_log_probs.gather(1, beam).unsqueeze(-1) + log_probs[row.unsqueeze(-1), tokens]
     top_values, top = values.view(n, -1).topk(count, dim=1)
     return top_values, (beam.unsqueeze(-1) * vocab + tokens).view(n, -1).gather(1, top)
+
+
+def candidate_groups(vocab: int, count: int) -> int | None:
+    """How many groups ``best_candidates`` deals ``vocab`` tokens into to find ``count`` candidates: the
+    largest divisor of ``vocab`` that is at most 64 and at least 4 × ``count`` (None if there is none)."""
+    return next((g for g in range(64, 4 * count - 1, -1) if vocab % g == 0), None)
 
 
 def drop_rows(block: torch.Tensor, k: int, *tensors):
