@@ -38,6 +38,7 @@ from annotated_transformer.performance import (
     PATHS,
     batch_lengths,
     describe,
+    matrix_flops,
     peak_flops,
     peak_memory_gib,
     profile_steps,
@@ -128,10 +129,11 @@ ENGINES = {  # name: what it is
 
 
 def decode_ours(model_file: str, sentences, settings: DecodeConfig, fused: bool | None,
-                device: str = "cpu", profile: bool = False) -> tuple[float, list, list]:
-    """Seconds to decode ``sentences`` with the book's decoding (``decode_ids``), the output token ids,
-    and with ``profile`` the top operators of a second, profiled pass (``profile_steps``; else []).
-    ``fused`` sets the attention kernel (None: load_model's choice for the device)."""
+                device: str = "cpu", profile: bool = False) -> tuple[float, list, list, int | None]:
+    """Seconds to decode ``sentences`` with the book's decoding (``decode_ids``) and the output token ids;
+    with ``profile`` also the top operators of a second, profiled pass (``profile_steps``; else []) and the
+    matrix FLOPs of a third (``matrix_flops``; else None). ``fused`` sets the attention kernel (None:
+    load_model's choice for the device)."""
     from annotated_transformer.checkpoints import load_model
 
     model, sp, _ = load_model([Path(model_file)], device)
@@ -142,9 +144,11 @@ def decode_ours(model_file: str, sentences, settings: DecodeConfig, fused: bool 
     start = time.perf_counter()
     outputs = decode_ids(model, ids, device, settings)
     seconds = time.perf_counter() - start
+    if not profile:
+        return seconds, outputs, [], None
     operators = profile_steps(lambda x: decode_ids(model, x, device, settings), [ids], device.startswith("cuda"),
-                              top=12) if profile else []
-    return seconds, outputs, operators
+                              top=12)
+    return seconds, outputs, operators, matrix_flops(lambda: decode_ids(model, ids, device, settings))
 
 
 def decode_worker(job: dict) -> dict:
@@ -161,10 +165,10 @@ def decode_worker(job: dict) -> dict:
         else:
             passes.append((*decode_ctranslate2(job["ct2"], job["vocabulary"], sentences, settings,
                                                "int8" if job["engine"] == "ct2-int8" else "float32", job["device"]),
-                           []))
+                           [], None))
     seconds = [p[0] for p in passes]
     return {"seconds": sorted(seconds)[len(seconds) // 2], "seconds_each": seconds, "outputs": passes[0][1],
-            "profile": passes[0][2]}
+            "profile": passes[0][2], "matrix_flops": passes[0][3]}
 
 
 def decoding_model(args, work: Path) -> tuple[Path, object, str]:
@@ -203,6 +207,7 @@ def benchmark_decoding(args) -> dict:
     pairs = data.load_pairs(corpus, split, "en", "de", args.data_dir)[: args.limit or None]
     sources, references = [s for s, _ in pairs], [t for _, t in pairs]
     results = []
+    peak = peak_flops(device, bf16=False) if args.profile else None  # measured once, before the engines run
     with tempfile.TemporaryDirectory() as folder:
         work = Path(folder)
         model_file, sp, what = decoding_model(args, work)
@@ -225,7 +230,8 @@ def benchmark_decoding(args) -> dict:
                             "seconds_each": out["seconds_each"],
                             "sentences_per_s": len(sources) / out["seconds"], "tokens_per_s": tokens / out["seconds"],
                             "bleu": BLEU().corpus_score(hypotheses, [references]).score, "outputs": out["outputs"],
-                            **({"profile": out["profile"]} if out["profile"] else {})})
+                            **({"profile": out["profile"], "matrix_flops": out["matrix_flops"]}
+                               if out["profile"] else {})})
     ours = {r["beam"]: r for r in results if r["engine"] == "ours"}
     ratios = {}
     for r in results:  # agreement with our own decoding at the same beam size, and the time ratio
@@ -237,8 +243,7 @@ def benchmark_decoding(args) -> dict:
         r["outputs_sha256"] = hashlib.sha256(json.dumps(r.pop("outputs")).encode()).hexdigest()
     return {"mode": "decode", "model": what, "test_set": f"{corpus}/{split}", "sentences": len(sources),
             "device": describe(device), "alpha": args.alpha, "batch_tokens": args.eval_batch_tokens,
-            "repeat": args.repeat,
-            "results": results, "ratios": ratios}
+            "repeat": args.repeat, "peak_flops": peak, "results": results, "ratios": ratios}
 
 
 def print_decoding(report: dict) -> None:
@@ -256,6 +261,10 @@ def print_decoding(report: dict) -> None:
     for r in (r for r in report["results"] if "profile" in r):
         print(f"our beam {r['beam']}, profiled: " + ", ".join(f"{p['op']} {p['ms_per_step'] / 1000:.2f} s"
                                                             for p in r["profile"][:6] + r["profile"][-1:]))
+        if report.get("peak_flops"):
+            floor = r["matrix_flops"] / report["peak_flops"]
+            print(f"  its matrix products: {r['matrix_flops'] / 1e9:,.1f} GFLOP, {floor:.2f} s at the measured "
+                  f"{report['peak_flops'] / 1e9:,.0f} GFLOP/s ({floor / r['seconds']:.0%} of its time)")
 
 
 def time_cache(args) -> dict:
@@ -333,7 +342,8 @@ def _decode_options(modes) -> argparse.ArgumentParser:
                         help="decode N times in each engine's process and report the median time, for a machine "
                         "whose speed varies from minute to minute (default: %(default)s)")
     decode.add_argument("--profile", action="store_true",
-                        help="decode once more under PyTorch's profiler and report our top operators")
+                        help="decode twice more: under PyTorch's profiler (our top operators) and under its "
+                             "FLOP counter (our matrix products, against the measured peak)")
     decode.add_argument("--worker", help=argparse.SUPPRESS)
     return decode
 

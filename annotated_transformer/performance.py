@@ -3,11 +3,13 @@
 
 import contextlib
 import json
+import math
 import platform
 import time
 from pathlib import Path
 
 import torch
+from torch.utils.flop_counter import FlopCounterMode
 
 from annotated_transformer import data
 from annotated_transformer.config import DecodeConfig
@@ -243,3 +245,18 @@ def describe(device: str) -> dict:
     if device.startswith("cuda"):
         about["gpu"] = torch.cuda.get_device_name(device)
     return about
+
+
+def packed_product_flops(x_shape, weight_shape, *args, out_shape=None, **kwargs) -> int:
+    """FLOPs of oneDNN's product with a packed weight (``output_product``): 2 per multiply-add, as PyTorch's
+    counter counts ``mm``. x: (..., d_in); the weight keeps its (d_out, d_in) shape when packed."""
+    return 2 * math.prod(x_shape[:-1]) * weight_shape[0] * x_shape[-1]
+
+
+def matrix_flops(run) -> int:
+    """FLOPs of the matrix products that ``run()`` computes, as PyTorch's FlopCounterMode counts them
+    (mm, addmm, bmm, the fused attention kernels), with oneDNN's packed-weight product added."""
+    packed = getattr(torch.ops.mkldnn, "_linear_pointwise", None)
+    with FlopCounterMode(display=False, custom_mapping={packed: packed_product_flops} if packed else {}) as counter:
+        run()
+    return counter.get_total_flops()

@@ -7,10 +7,10 @@ from torch.utils.flop_counter import FlopCounterMode
 from annotated_transformer import benchmark, data
 from annotated_transformer.config import TransformerConfig
 from annotated_transformer.data import Batch
-from annotated_transformer.decoding import greedy_decode, strip_special
+from annotated_transformer.decoding import DecoderCache, greedy_decode, next_logits, output_product, strip_special
 from annotated_transformer.model import make_model
 from annotated_transformer.optimization import generator_loss, make_optimizer, sequence_loss
-from annotated_transformer.performance import compiled, forward_flops, training_flops
+from annotated_transformer.performance import compiled, forward_flops, matrix_flops, training_flops
 from annotated_transformer.reference import TorchTransformer, copy_weights
 
 TINY = TransformerConfig(vocab_size=120, n_layers=2, d_model=32, d_ff=64, n_heads=4, dropout=0.0)
@@ -33,6 +33,37 @@ def test_flop_count_equals_pytorchs_counter(config):
     with FlopCounterMode(display=False) as both:
         model.generator.proj(model(b.src, b.tgt_in, b.src_mask, b.tgt_mask)).sum().backward()
     assert both.get_total_flops() == training_flops(config, [7] * 3, [5] * 3)
+
+
+
+def test_matrix_flops_counts_the_packed_generator_product_as_2_per_multiply_add():
+    x, weight = torch.randn(5, 3, 32), torch.randn(120, 32)
+    assert matrix_flops(lambda: output_product(weight)(x)) == 2 * 15 * 120 * 32  # packed on a CPU with oneDNN
+    assert matrix_flops(lambda: x @ weight.t()) == 2 * 15 * 120 * 32
+
+
+def test_matrix_flops_of_cached_decoding_steps_match_the_products_they_must_make():
+    torch.manual_seed(0)
+    model, (rows, src_len, steps) = make_model(TINY).eval(), (3, 7, 4)
+    d, d_ff, vocab = TINY.d_model, TINY.d_ff, TINY.vocab_size
+    src = torch.randint(4, 120, (rows, src_len))
+    src_mask = (src != 0).unsqueeze(-2)
+    memory = model.encode(src, src_mask)
+    ys = torch.randint(4, 120, (rows, steps))
+
+    def decode():
+        with torch.no_grad():
+            cache = DecoderCache(model)
+            for t in range(1, steps + 1):
+                next_logits(model, memory, src_mask, ys[:, :t], cache)
+
+    per_layer = sum(2 * rows * d * d * 6  # self q, k, v, out; cross q, out: every step
+                    + 4 * rows * t * d  # q kᵀ and weights · v over the t positions so far
+                    + 4 * rows * src_len * d  # the same over the source
+                    + 4 * rows * d * d_ff  # feed-forward
+                    for t in range(1, steps + 1)) + 4 * rows * src_len * d * d  # source keys, values: once
+    generator = steps * 2 * rows * d * vocab
+    assert matrix_flops(decode) == TINY.n_layers * per_layer + generator
 
 
 def test_reference_computes_the_same_function():
