@@ -389,13 +389,13 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(worker(json.loads(args.worker))))
         return 0
     names = ("steps", "batch_tokens", "length", "src_len", "repeat", "eval_batch_tokens", "threads", "pairs",
-             "processes", "batches", "vocab_size")
-    counts = [value for name in names if (value := getattr(args, name, None)) is not None]
-    counts += getattr(args, "batch", []) + getattr(args, "beam_size", [])
-    at_least_zero = [getattr(args, name, 0) for name in ("limit", "warmup_steps", "loss_chunk", "buckets")]
-    if min(counts, default=1) < 1 or min(at_least_zero) < 0:
-        raise ValueError("counts and sizes must be positive (--limit, --warmup-steps, --loss-chunk, --buckets "
-                         "at least 0)")
+             "processes", "batches", "vocab_size", "batch", "beam_size")
+    for name, least in [(name, 1) for name in names] + [(name, 0) for name in ("limit", "warmup_steps",
+                                                                               "loss_chunk", "buckets")]:
+        value = getattr(args, name, None)
+        for v in value if isinstance(value, list) else [value]:
+            if v is not None and v < least:
+                raise ValueError(f"--{name.replace('_', '-')} must be an integer of at least {least}, got {v}")
     run, show = {"train": (benchmark_training, print_training), "decode": (benchmark_decoding, print_decoding),
                  "cache": (time_cache, print_cache), "data": (benchmark_data, print_data)}[args.mode]
     report = run(args)

@@ -144,10 +144,13 @@ def test_ctranslate2_export_decodes_the_same_tokens(tmp_path, synthetic_pairs):
     assert (tmp_path / "other" / "notes.txt").read_text() == "keep me"
 
 
-def test_benchmark_refuses_bad_numbers(capsys):
+def test_benchmark_refuses_bad_numbers_naming_the_option(capsys):
     assert benchmark.main(["train", "--steps", "0"]) == 2
-    assert "must be positive" in capsys.readouterr().err
+    assert "--steps must be an integer of at least 1, got 0" in capsys.readouterr().err
     assert benchmark.main(["decode", "--limit", "-1"]) == 2
+    assert "--limit must be an integer of at least 0, got -1" in capsys.readouterr().err
+    assert benchmark.main(["decode", "--beam", "4", "0"]) == 2  # every one of several values is checked
+    assert "--beam-size must be an integer of at least 1, got 0" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         benchmark.main(["train", "--paths", "nonsense"])
 
