@@ -11,7 +11,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict
 from pathlib import Path
 
@@ -151,24 +151,52 @@ def decode_ours(model_file: str, sentences, settings: DecodeConfig, fused: bool 
     return seconds, outputs, operators, matrix_flops(lambda: decode_ids(model, ids, device, settings))
 
 
-def decode_worker(job: dict) -> dict:
-    """One engine in a process of its own (two engines in one process slow each other down)."""
+def decode_worker(job: dict, requests) -> Iterator[dict]:
+    """One engine in a process of its own (two engines in one process slow each other down): a pass over
+    the test set for each request read from ``requests``, a line of JSON such as {"profile": false}."""
     torch.set_num_threads(job["threads"])
     sentences = Path(job["sentences"]).read_text(encoding="utf-8").split("\n")
     settings = DecodeConfig(**job["settings"])
     fused = True if job["engine"] == "ours-sdpa" else None  # None: as load_model chose for the device
-    passes = []
-    for n in range(job["repeat"]):  # the same decoding again; only the first pass is profiled
+    for request in requests:
+        profile = json.loads(request)["profile"] and job["engine"] == "ours"
         if job["engine"].startswith("ours"):
-            passes.append(decode_ours(job["model_file"], sentences, settings, fused, job["device"],
-                                      job["profile"] and job["engine"] == "ours" and n == 0))
+            seconds, outputs, operators, flops = decode_ours(job["model_file"], sentences, settings, fused,
+                                                             job["device"], profile)
         else:
-            passes.append((*decode_ctranslate2(job["ct2"], job["vocabulary"], sentences, settings,
-                                               "int8" if job["engine"] == "ct2-int8" else "float32", job["device"]),
-                           [], None))
-    seconds = [p[0] for p in passes]
-    return {"seconds": sorted(seconds)[len(seconds) // 2], "seconds_each": seconds, "outputs": passes[0][1],
-            "profile": passes[0][2], "matrix_flops": passes[0][3]}
+            seconds, outputs = decode_ctranslate2(job["ct2"], job["vocabulary"], sentences, settings,
+                                                  "int8" if job["engine"] == "ct2-int8" else "float32", job["device"])
+            operators, flops = [], None
+        yield {"seconds": seconds, "outputs": outputs, "profile": operators, "matrix_flops": flops}
+
+
+class DecodeWorkers:
+    """A worker process per engine and beam size, each asked in turn for a pass, so that the machine's
+    drift from minute to minute falls on every engine alike. Their messages go to files in ``work``."""
+
+    def __init__(self, jobs: dict, work: Path):
+        self.processes = {}
+        for (engine, beam), job in jobs.items():
+            log = open(work / f"{engine}-{beam}.log", "w", encoding="utf-8")  # closed in close()
+            self.processes[engine, beam] = (log, subprocess.Popen(
+                [sys.executable, "-m", "annotated_transformer.benchmark", "decode", "--worker", json.dumps(job)],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True, env=os.environ.copy()))
+
+    def decode(self, engine: str, beam: int, profile: bool) -> dict:
+        log, process = self.processes[engine, beam]
+        process.stdin.write(json.dumps({"profile": profile}) + "\n")
+        process.stdin.flush()
+        answer = process.stdout.readline()
+        if not answer:
+            process.wait()
+            raise RuntimeError(f"the {engine} worker failed:\n{Path(log.name).read_text(encoding='utf-8')[-2000:]}")
+        return json.loads(answer)
+
+    def close(self) -> None:
+        for log, process in self.processes.values():
+            process.stdin.close()
+            process.wait()
+            log.close()
 
 
 def decoding_model(args, work: Path) -> tuple[Path, object, str]:
@@ -206,32 +234,38 @@ def benchmark_decoding(args) -> dict:
     corpus, split = TEST_SETS[TEST_SET_ALIASES.get(args.test_set, args.test_set)]
     pairs = data.load_pairs(corpus, split, "en", "de", args.data_dir)[: args.limit or None]
     sources, references = [s for s, _ in pairs], [t for _, t in pairs]
-    results = []
-    peak = peak_flops(device, bf16=False) if args.profile else None  # measured once, before the engines run
+    results, peaks = [], []
     with tempfile.TemporaryDirectory() as folder:
         work = Path(folder)
         model_file, sp, what = decoding_model(args, work)
         (work / "sentences.txt").write_text("\n".join(sources), encoding="utf-8")
-        jobs = [(engine, beam) for beam in args.beam_size for engine in args.engines]
-        for engine, beam in tqdm(jobs, desc="engines", disable=not args.progress):
-            job = {"engine": engine, "settings": asdict(decoding_from_args(args, beam)), "threads": args.threads,
-                   "device": device,
-                   "model_file": str(model_file), "vocabulary": str(work / "vocabulary.model"),
-                   "ct2": str(work / "ct2"), "sentences": str(work / "sentences.txt"), "profile": args.profile,
-                   "repeat": args.repeat}
-            done = subprocess.run([sys.executable, "-m", "annotated_transformer.benchmark", "decode", "--worker",
-                                   json.dumps(job)], capture_output=True, text=True, env=os.environ.copy())
-            if done.returncode:
-                raise RuntimeError(f"the {engine} worker failed:\n{done.stderr[-2000:]}")
-            out = json.loads(done.stdout.splitlines()[-1])
-            tokens = sum(len(t) + 1 for t in out["outputs"])  # with each sentence's </s>
-            hypotheses = [sp.decode(t) for t in out["outputs"]]
-            results.append({"engine": engine, "beam": beam, "seconds": out["seconds"],
-                            "seconds_each": out["seconds_each"],
-                            "sentences_per_s": len(sources) / out["seconds"], "tokens_per_s": tokens / out["seconds"],
-                            "bleu": BLEU().corpus_score(hypotheses, [references]).score, "outputs": out["outputs"],
-                            **({"profile": out["profile"], "matrix_flops": out["matrix_flops"]}
-                               if out["profile"] else {})})
+        jobs = {(engine, beam): {"engine": engine, "settings": asdict(decoding_from_args(args, beam)),
+                                 "threads": args.threads, "device": device, "model_file": str(model_file),
+                                 "vocabulary": str(work / "vocabulary.model"), "ct2": str(work / "ct2"),
+                                 "sentences": str(work / "sentences.txt")}
+                for beam in args.beam_size for engine in args.engines}
+        passes = {key: [] for key in jobs}
+        workers = DecodeWorkers(jobs, work)
+        try:
+            with tqdm(total=len(jobs) * args.repeat, desc="passes", disable=not args.progress) as bar:
+                for n in range(args.repeat):  # round after round: every engine once per round
+                    if args.profile:  # a CPU's matrix speed, probed as slowed as this round; the fastest is kept
+                        peaks.append(peak_flops(device, bf16=False))
+                    for engine, beam in jobs:
+                        passes[engine, beam].append(workers.decode(engine, beam, args.profile and n == 0))
+                        bar.update()
+        finally:
+            workers.close()
+    for (engine, beam), done in passes.items():
+        seconds = [p["seconds"] for p in done]
+        best, first = min(seconds), done[0]  # the pass that the rest of the machine slowed least
+        tokens = sum(len(t) + 1 for t in first["outputs"])  # with each sentence's </s>
+        hypotheses = [sp.decode(t) for t in first["outputs"]]
+        results.append({"engine": engine, "beam": beam, "seconds": best, "seconds_each": seconds,
+                        "sentences_per_s": len(sources) / best, "tokens_per_s": tokens / best,
+                        "bleu": BLEU().corpus_score(hypotheses, [references]).score, "outputs": first["outputs"],
+                        **({"profile": first["profile"], "matrix_flops": first["matrix_flops"]}
+                           if first["profile"] else {})})
     ours = {r["beam"]: r for r in results if r["engine"] == "ours"}
     ratios = {}
     for r in results:  # agreement with our own decoding at the same beam size, and the time ratio
@@ -243,14 +277,15 @@ def benchmark_decoding(args) -> dict:
         r["outputs_sha256"] = hashlib.sha256(json.dumps(r.pop("outputs")).encode()).hexdigest()
     return {"mode": "decode", "model": what, "test_set": f"{corpus}/{split}", "sentences": len(sources),
             "device": describe(device), "alpha": args.alpha, "batch_tokens": args.eval_batch_tokens,
-            "repeat": args.repeat, "peak_flops": peak, "results": results, "ratios": ratios}
+            "repeat": args.repeat, "peak_flops": max(filter(None, peaks), default=None), "results": results,
+            "ratios": ratios}
 
 
 def print_decoding(report: dict) -> None:
     d = report["device"]
     print(f"{report['sentences']:,} sentences of {report['test_set']}, model: {report['model']}; "
           f"{d.get('gpu', d['cpu'] + ' CPU')}, {d['threads']} threads, each engine in its own process, "
-          f"median of {report.get('repeat', 1)} pass(es)")
+          f"fastest of {report.get('repeat', 1)} pass(es)")
     print(f"{'engine':<10} {'beam':>4} {'seconds':>8} {'sent/s':>8} {'tok/s':>8} {'BLEU':>6} {'same as ours':>13}")
     for r in report["results"]:
         same = f"{r['same_as_ours']:.1%}" if r["same_as_ours"] is not None else "-"
@@ -339,8 +374,8 @@ def _decode_options(modes) -> argparse.ArgumentParser:
     decode.add_argument("--threads", type=int, default=torch.get_num_threads(), metavar="N",
                         help="threads per engine (default: %(default)s)")
     decode.add_argument("--repeat", type=int, default=1, metavar="N",
-                        help="decode N times in each engine's process and report the median time, for a machine "
-                        "whose speed varies from minute to minute (default: %(default)s)")
+                        help="decode N times with each engine, in rounds of one pass per engine, and report the "
+                        "fastest pass, for a machine whose speed varies from minute to minute (default: %(default)s)")
     decode.add_argument("--profile", action="store_true",
                         help="decode twice more: under PyTorch's profiler (our top operators) and under its "
                              "FLOP counter (our matrix products, against the measured peak)")
@@ -384,9 +419,13 @@ def build_parser() -> argparse.ArgumentParser:
 @command(also=(RuntimeError, OSError, ImportError))  # no GPU, a worker that failed, a missing package
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)  # argv itself is stored with the results
-    if args.mode in ("decode", "data") and args.worker:
-        worker = decode_worker if args.mode == "decode" else data_worker
-        print(json.dumps(worker(json.loads(args.worker))))
+    if args.mode == "decode" and args.worker:
+        answers, sys.stdout = sys.stdout, sys.stderr  # the answers alone go to standard output
+        for answer in decode_worker(json.loads(args.worker), sys.stdin):
+            print(json.dumps(answer), file=answers, flush=True)
+        return 0
+    if args.mode == "data" and args.worker:
+        print(json.dumps(data_worker(json.loads(args.worker))))
         return 0
     names = ("steps", "batch_tokens", "length", "src_len", "repeat", "eval_batch_tokens", "threads", "pairs",
              "processes", "batches", "vocab_size", "batch", "beam_size")

@@ -215,19 +215,21 @@ def test_a_decoding_benchmark_worker_decodes_as_translate_does(trained_run, tmp_
     (tmp_path / "sentences.txt").write_text("\n".join(sources), encoding="utf-8")
     settings = config.DecodeConfig(beam_size=3, alpha=0.2, max_extra=4, eval_batch_tokens=40)
     job = {"engine": "ours", "settings": dataclasses.asdict(settings), "threads": 1, "device": "cpu",
-           "model_file": str(shared), "sentences": str(tmp_path / "sentences.txt"), "profile": True, "repeat": 2}
-    out = json.loads(json.dumps(decode_worker(job)))  # what the worker prints travels as JSON
+           "model_file": str(shared), "sentences": str(tmp_path / "sentences.txt")}
+    requests = ['{"profile": true}\n', '{"profile": false}\n']  # what the benchmark writes to the worker
+    out, again = json.loads(json.dumps(list(decode_worker(job, requests))))  # answers travel as JSON
     translations = tmp_path / "translate.de"
     assert translate.main(["--checkpoint", str(shared), "-i", str(tmp_path / "sentences.txt"), "-o", str(translations),
                            "--beam", "3", "--alpha", "0.2", "--max-extra", "4", "--eval-batch-tokens", "40",
                            "--no-progress"]) == 0
     _, sp, _ = load_model([shared])
     assert [sp.decode(ids) for ids in out["outputs"]] == translations.read_text(encoding="utf-8").splitlines()
-    *top, every = out["profile"]  # the profiled second pass: its largest operators, then all of them
+    *top, every = out["profile"]  # the profiled pass: its largest operators, then all of them
     assert every["op"] == "every operator" and 0 < sum(p["ms_per_step"] for p in top) <= every["ms_per_step"]
     assert len(top) == 12 and every["calls"] >= sum(p["calls"] for p in top) > 0
-    # Two passes were made and one of them is reported (which one, not how long either took).
-    assert len(out["seconds_each"]) == 2 and out["seconds"] in out["seconds_each"]
+    assert out["matrix_flops"] > 0
+    # A second request decodes again, the same outputs, without profiling.
+    assert again["outputs"] == out["outputs"] and again["profile"] == [] and again["matrix_flops"] is None
 
 
 def test_a_checkpoint_out_of_its_run_folder_says_what_is_missing(trained_run, tmp_path, capsys):
