@@ -4,6 +4,7 @@
 """Command line: ``python -m annotated_transformer.benchmark --help``: training and decoding speed, against
 references, and incremental decoding against recomputation (chapter 14)."""
 import argparse
+import contextlib
 import hashlib
 import json
 import os
@@ -420,9 +421,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)  # argv itself is stored with the results
     if args.mode == "decode" and args.worker:
-        answers, sys.stdout = sys.stdout, sys.stderr  # the answers alone go to standard output
-        for answer in decode_worker(json.loads(args.worker), sys.stdin):
-            print(json.dumps(answer), file=answers, flush=True)
+        answers = sys.stdout
+        with contextlib.redirect_stdout(sys.stderr):  # the answers alone go to standard output
+            for answer in decode_worker(json.loads(args.worker), sys.stdin):
+                print(json.dumps(answer), file=answers, flush=True)
         return 0
     if args.mode == "data" and args.worker:
         print(json.dumps(data_worker(json.loads(args.worker))))
