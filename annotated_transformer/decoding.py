@@ -99,8 +99,8 @@ def next_log_probs(model, memory, src_mask, ys, cache=None, banned=()) -> torch.
     return log_probs
 
 
-# inference_mode: no gradients, as with no_grad, and none of the bookkeeping (version counters, views)
-# that tensors would need to take part in a backward pass later; each operator costs a little less.
+# inference_mode: no gradients, as with no_grad, and the operators also skip the bookkeeping (version
+# counters, view tracking) that tensors would need to take part in a backward pass later.
 @torch.inference_mode()
 def greedy_decode(model, src, src_mask, max_len, bos: int, eos: int, pad: int,
                   incremental: bool = True) -> torch.Tensor:
