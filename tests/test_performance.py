@@ -35,7 +35,6 @@ def test_flop_count_equals_pytorchs_counter(config):
     assert both.get_total_flops() == training_flops(config, [7] * 3, [5] * 3)
 
 
-
 def test_matrix_flops_counts_the_packed_generator_product_as_2_per_multiply_add():
     x, weight = torch.randn(5, 3, 32), torch.randn(120, 32)
     assert matrix_flops(lambda: output_product(weight)(x)) == 2 * 15 * 120 * 32  # packed on a CPU with oneDNN
