@@ -31,7 +31,7 @@ from annotated_transformer.cli import (
     command_parser,
     decoding_from_args,
 )
-from annotated_transformer.config import RUN_PRESETS, DecodeConfig
+from annotated_transformer.config import RUN_PRESETS, DecodeConfig, option
 from annotated_transformer.ct2 import decode_ctranslate2
 from annotated_transformer.decoding import decode_ids
 from annotated_transformer.model import make_model
@@ -129,18 +129,11 @@ ENGINES = {  # name: what it is
 }
 
 
-def decode_ours(model_file: str, sentences, settings: DecodeConfig, fused: bool | None,
-                device: str = "cpu", profile: bool = False) -> tuple[float, list, list, int | None]:
+def decode_ours(model, sp, sentences, settings: DecodeConfig, device: str = "cpu",
+                profile: bool = False) -> tuple[float, list, list, int | None]:
     """Seconds to decode ``sentences`` with the book's decoding (``decode_ids``) and the output token ids;
     with ``profile`` also the top operators of a second, profiled pass (``profile_steps``; else []) and the
-    matrix FLOPs of a third (``matrix_flops``; else None). ``fused`` sets the attention kernel (None:
-    load_model's choice for the device)."""
-    from annotated_transformer.checkpoints import load_model
-
-    model, sp, _ = load_model([Path(model_file)], device)
-    for module in model.modules():
-        if isinstance(module, MultiHeadedAttention) and fused is not None:
-            module.fused = fused
+    matrix FLOPs of a third (``matrix_flops``; else None)."""
     ids = sp.encode(sentences)
     start = time.perf_counter()
     outputs = decode_ids(model, ids, device, settings)
@@ -154,16 +147,23 @@ def decode_ours(model_file: str, sentences, settings: DecodeConfig, fused: bool 
 
 def decode_worker(job: dict, requests) -> Iterator[dict]:
     """One engine in a process of its own (two engines in one process slow each other down): a pass over
-    the test set for each request read from ``requests``, a line of JSON such as {"profile": false}."""
+    the test set for each request read from ``requests``, a line of JSON such as {"profile": false}. Our
+    model is loaded once, with the attention kernel of the engine (``ours``: load_model's choice for the
+    device; ``ours-sdpa``: the fused kernel)."""
+    from annotated_transformer.checkpoints import load_model
+
     torch.set_num_threads(job["threads"])
     sentences = Path(job["sentences"]).read_text(encoding="utf-8").split("\n")
     settings = DecodeConfig(**job["settings"])
-    fused = True if job["engine"] == "ours-sdpa" else None  # None: as load_model chose for the device
+    if job["engine"].startswith("ours"):
+        model, sp, _ = load_model([Path(job["model_file"])], job["device"])
+        for module in model.modules():
+            if isinstance(module, MultiHeadedAttention) and job["engine"] == "ours-sdpa":
+                module.fused = True
     for request in requests:
-        profile = json.loads(request)["profile"] and job["engine"] == "ours"
         if job["engine"].startswith("ours"):
-            seconds, outputs, operators, flops = decode_ours(job["model_file"], sentences, settings, fused,
-                                                             job["device"], profile)
+            profile = json.loads(request)["profile"] and job["engine"] == "ours"
+            seconds, outputs, operators, flops = decode_ours(model, sp, sentences, settings, job["device"], profile)
         else:
             seconds, outputs = decode_ctranslate2(job["ct2"], job["vocabulary"], sentences, settings,
                                                   "int8" if job["engine"] == "ct2-int8" else "float32", job["device"])
@@ -436,7 +436,7 @@ def main(argv: list[str] | None = None) -> int:
         value = getattr(args, name, None)
         for v in value if isinstance(value, list) else [value]:
             if v is not None and v < least:
-                raise ValueError(f"--{name.replace('_', '-')} must be an integer of at least {least}, got {v}")
+                raise ValueError(f"{option(name)} must be an integer of at least {least}, got {v}")
     run, show = {"train": (benchmark_training, print_training), "decode": (benchmark_decoding, print_decoding),
                  "cache": (time_cache, print_cache), "data": (benchmark_data, print_data)}[args.mode]
     report = run(args)
