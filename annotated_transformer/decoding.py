@@ -99,6 +99,21 @@ def next_log_probs(model, memory, src_mask, ys, cache=None, banned=()) -> torch.
     return log_probs
 
 
+def first_max_index(scores: torch.Tensor) -> torch.Tensor:
+    """Where each row of ``scores`` (rows, n) has its largest value, the first of equal maxima: what
+    ``scores.max(dim=-1).indices`` returns. ``max`` keeps an index beside every comparison, a slow scalar
+    scan on a CPU, while ``amax`` compares with vector instructions; so ``amax`` finds each block's
+    largest, the index search runs over those block maxima, and then inside the block that holds the first
+    maximum. Blocks are the largest divisor of n from 64 down to 16 (``max`` itself if there is none)."""
+    rows, n = scores.shape
+    size = next((b for b in range(64, 15, -1) if n % b == 0), None)
+    if size is None:
+        return scores.max(dim=-1).indices
+    blocks = scores.view(rows, n // size, size)
+    first = blocks.amax(dim=-1).argmax(dim=-1)  # the first block whose largest is the row's largest
+    return first * size + blocks[torch.arange(rows, device=scores.device), first].argmax(dim=-1)
+
+
 # inference_mode: no gradients, as with no_grad, and the operators also skip the bookkeeping (version
 # counters, view tracking) that tensors would need to take part in a backward pass later.
 @torch.inference_mode()
@@ -121,7 +136,7 @@ def greedy_decode(model, src, src_mask, max_len, bos: int, eos: int, pad: int,
         # The softmax keeps the order of the scores: the largest logit is the most probable token.
         logits = next_logits(model, memory, src_mask, ys, cache)
         logits[:, [pad, bos]] = float("-inf")  # never valid outputs
-        next_token = logits.max(dim=-1).indices  # the same answer as argmax: the first of equal maxima
+        next_token = first_max_index(logits)  # as argmax: the first of equal maxima
         out[alive, step - 1] = next_token
         ended = (next_token == eos) | (limits[alive] <= step)  # (live rows,)
         if ended.all():

@@ -241,3 +241,19 @@ def test_the_grouped_candidate_search_returns_what_topk_over_every_candidate_doe
         assert torch.equal(values, expected.values)
         finite = values > float("-inf")  # among -inf candidates, any index is as good as another
         assert torch.equal(index[finite], expected.indices[finite])
+
+
+@pytest.mark.parametrize("n", [8000, 37000, 97, 16])
+def test_the_blocked_first_maximum_is_maxs_index(n):
+    from annotated_transformer.decoding import first_max_index
+
+    g = torch.Generator().manual_seed(n)
+    scores = torch.randn(40, n, generator=g)
+    scores[:10] = torch.randint(0, 3, (10, n), generator=g).float()  # many equal maxima, in many blocks
+    scores[10, : n // 2] = float("-inf")
+    scores[11, torch.randint(0, n, (1,), generator=g)] = float("nan")  # max and argmax point at a NaN
+    scores[12] = float("-inf")  # nothing allowed: the first position, as max answers
+    expected = scores.max(dim=-1).indices
+    assert torch.equal(first_max_index(scores), expected)
+    assert torch.equal(first_max_index(scores[:1]), expected[:1])
+    assert ((scores[:10] == scores[:10].amax(-1, keepdim=True)).sum(-1) > 1).all()  # ties: the first must win
