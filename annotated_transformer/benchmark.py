@@ -32,10 +32,11 @@ from annotated_transformer.cli import (
     decoding_from_args,
 )
 from annotated_transformer.config import RUN_PRESETS, DecodeConfig, option
-from annotated_transformer.ct2 import decode_ctranslate2
-from annotated_transformer.decoding import decode_ids
+from annotated_transformer.ct2 import ctranslate2_translator, decode_ctranslate2
+from annotated_transformer.decoding import decode_ids, greedy_decode
 from annotated_transformer.model import make_model
 from annotated_transformer.performance import (
+    NEVER,
     PATHS,
     batch_lengths,
     describe,
@@ -145,30 +146,71 @@ def decode_ours(model, sp, sentences, settings: DecodeConfig, device: str = "cpu
     return seconds, outputs, operators, matrix_flops(lambda: decode_ids(model, ids, device, settings))
 
 
+def step_milliseconds(decode, batches: Sequence[int], steps: int = 40) -> dict[str, float]:
+    """Milliseconds per greedy decoding step at each batch size of ``batches``. ``decode(batch, n)`` runs n
+    steps for ``batch`` copies of one sentence; a step costs (time of steps + 1 steps − time of 1) / steps,
+    which leaves the encoder and the first step out. The fastest of three timings of each is kept."""
+    costs = {}
+    for batch in batches:
+        decode(batch, steps + 1)  # warm-up
+        best = {}
+        for n in (1, steps + 1):
+            times = []
+            for _ in range(3):
+                start = time.perf_counter()
+                decode(batch, n)
+                times.append(time.perf_counter() - start)
+            best[n] = min(times)
+        costs[str(batch)] = (best[steps + 1] - best[1]) / steps * 1000
+    return costs
+
+
+def step_decoder(job: dict, sentence: str, model=None, sp=None):
+    """``decode(batch, n)`` for ``step_milliseconds``: the engine's greedy decoding of ``batch`` copies of
+    ``sentence``, made to run exactly n steps (ours: an end token that never comes; CTranslate2: its
+    minimum length)."""
+    if model is not None:
+        src = torch.tensor([sp.encode(sentence) + [data.EOS]], device=job["device"])
+        return lambda batch, n: greedy_decode(model, src.repeat(batch, 1), (src != data.PAD).unsqueeze(-2).repeat(
+            batch, 1, 1), n, data.BOS, NEVER, data.PAD)
+    import sentencepiece as spm
+
+    translator = ctranslate2_translator(job["ct2"], "int8" if job["engine"] == "ct2-int8" else "float32", job["device"])
+    pieces = spm.SentencePieceProcessor(model_file=job["vocabulary"]).encode(sentence, out_type=str)
+    return lambda batch, n: translator.translate_batch([pieces] * batch, beam_size=1, max_decoding_length=n,
+                                                       min_decoding_length=n)
+
+
 def decode_worker(job: dict, requests) -> Iterator[dict]:
     """One engine in a process of its own (two engines in one process slow each other down): a pass over
-    the test set for each request read from ``requests``, a line of JSON such as {"profile": false}. Our
-    model is loaded once, with the attention kernel of the engine (``ours``: load_model's choice for the
-    device; ``ours-sdpa``: the fused kernel)."""
+    the test set for each request read from ``requests``, a line of JSON such as {"profile": false,
+    "step_batches": [1, 64]} (the second: also ``step_milliseconds`` at those batch sizes). Our model is
+    loaded once, with the attention kernel of the engine (``ours``: load_model's choice for the device;
+    ``ours-sdpa``: the fused kernel)."""
     from annotated_transformer.checkpoints import load_model
 
     torch.set_num_threads(job["threads"])
     sentences = Path(job["sentences"]).read_text(encoding="utf-8").split("\n")
     settings = DecodeConfig(**job["settings"])
+    model = sp = None
     if job["engine"].startswith("ours"):
         model, sp, _ = load_model([Path(job["model_file"])], job["device"])
         for module in model.modules():
             if isinstance(module, MultiHeadedAttention) and job["engine"] == "ours-sdpa":
                 module.fused = True
-    for request in requests:
-        if job["engine"].startswith("ours"):
-            profile = json.loads(request)["profile"] and job["engine"] == "ours"
+    for request in map(json.loads, requests):
+        if model is not None:
+            profile = request["profile"] and job["engine"] == "ours"
             seconds, outputs, operators, flops = decode_ours(model, sp, sentences, settings, job["device"], profile)
         else:
             seconds, outputs = decode_ctranslate2(job["ct2"], job["vocabulary"], sentences, settings,
                                                   "int8" if job["engine"] == "ct2-int8" else "float32", job["device"])
             operators, flops = [], None
-        yield {"seconds": seconds, "outputs": outputs, "profile": operators, "matrix_flops": flops}
+        steps = {}
+        if request.get("step_batches"):
+            with torch.inference_mode():
+                steps = step_milliseconds(step_decoder(job, sentences[0], model, sp), request["step_batches"])
+        yield {"seconds": seconds, "outputs": outputs, "profile": operators, "matrix_flops": flops, "step_ms": steps}
 
 
 class DecodeWorkers:
@@ -183,9 +225,9 @@ class DecodeWorkers:
                 [sys.executable, "-m", "annotated_transformer.benchmark", "decode", "--worker", json.dumps(job)],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True, env=os.environ.copy()))
 
-    def decode(self, engine: str, beam: int, profile: bool) -> dict:
+    def decode(self, engine: str, beam: int, profile: bool, step_batches: Sequence[int] = ()) -> dict:
         log, process = self.processes[engine, beam]
-        process.stdin.write(json.dumps({"profile": profile}) + "\n")
+        process.stdin.write(json.dumps({"profile": profile, "step_batches": list(step_batches)}) + "\n")
         process.stdin.flush()
         answer = process.stdout.readline()
         if not answer:
@@ -227,15 +269,13 @@ def decoding_model(args, work: Path) -> tuple[Path, object, str]:
 
 def benchmark_decoding(args) -> dict:
     """The ``decode`` mode: each engine and beam size in its own process, on a real test set."""
-    from sacrebleu.metrics import BLEU
-
     from annotated_transformer.scoring import TEST_SET_ALIASES, TEST_SETS
 
     device = trainer.resolve_device(args.device)
     corpus, split = TEST_SETS[TEST_SET_ALIASES.get(args.test_set, args.test_set)]
     pairs = data.load_pairs(corpus, split, "en", "de", args.data_dir)[: args.limit or None]
     sources, references = [s for s, _ in pairs], [t for _, t in pairs]
-    results, peaks = [], []
+    peaks = []
     with tempfile.TemporaryDirectory() as folder:
         work = Path(folder)
         model_file, sp, what = decoding_model(args, work)
@@ -252,21 +292,13 @@ def benchmark_decoding(args) -> dict:
                 for n in range(args.repeat):  # round after round: every engine once per round
                     if args.profile:  # a CPU's matrix speed, probed as slowed as this round; the fastest is kept
                         peaks.append(peak_flops(device, bf16=False))
-                    for engine, beam in jobs:
-                        passes[engine, beam].append(workers.decode(engine, beam, args.profile and n == 0))
+                    for engine, beam in jobs:  # step costs from the workers of the first beam size
+                        step_batches = args.step_batches if beam == args.beam_size[0] else []
+                        passes[engine, beam].append(workers.decode(engine, beam, args.profile and n == 0, step_batches))
                         bar.update()
         finally:
             workers.close()
-    for (engine, beam), done in passes.items():
-        seconds = [p["seconds"] for p in done]
-        best, first = min(seconds), done[0]  # the pass that the rest of the machine slowed least
-        tokens = sum(len(t) + 1 for t in first["outputs"])  # with each sentence's </s>
-        hypotheses = [sp.decode(t) for t in first["outputs"]]
-        results.append({"engine": engine, "beam": beam, "seconds": best, "seconds_each": seconds,
-                        "sentences_per_s": len(sources) / best, "tokens_per_s": tokens / best,
-                        "bleu": BLEU().corpus_score(hypotheses, [references]).score, "outputs": first["outputs"],
-                        **({"profile": first["profile"], "matrix_flops": first["matrix_flops"]}
-                           if first["profile"] else {})})
+    results = [decoding_result(engine, beam, done, sp, references) for (engine, beam), done in passes.items()]
     ours = {r["beam"]: r for r in results if r["engine"] == "ours"}
     ratios = {}
     for r in results:  # agreement with our own decoding at the same beam size, and the time ratio
@@ -279,7 +311,25 @@ def benchmark_decoding(args) -> dict:
     return {"mode": "decode", "model": what, "test_set": f"{corpus}/{split}", "sentences": len(sources),
             "device": describe(device), "alpha": args.alpha, "batch_tokens": args.eval_batch_tokens,
             "repeat": args.repeat, "peak_flops": max(filter(None, peaks), default=None), "results": results,
-            "ratios": ratios}
+            "ratios": ratios, **({"step_sentence": sources[0]} if args.step_batches else {})}
+
+
+def decoding_result(engine: str, beam: int, done: list[dict], sp, references: list[str]) -> dict:
+    """One engine's line of the report from its passes ``done`` (the fastest pass is kept, the one that the
+    rest of the machine slowed least; the outputs are the first pass's, which every pass repeats). Step
+    costs are the fastest of the passes at each batch size."""
+    from sacrebleu.metrics import BLEU
+
+    seconds = [p["seconds"] for p in done]
+    best, first = min(seconds), done[0]
+    tokens = sum(len(t) + 1 for t in first["outputs"])  # with each sentence's </s>
+    hypotheses = [sp.decode(t) for t in first["outputs"]]
+    steps = {batch: min(p["step_ms"][batch] for p in done if p["step_ms"]) for batch in first["step_ms"]}
+    return {"engine": engine, "beam": beam, "seconds": best, "seconds_each": seconds,
+            "sentences_per_s": len(references) / best, "tokens_per_s": tokens / best,
+            "bleu": BLEU().corpus_score(hypotheses, [references]).score, "outputs": first["outputs"],
+            **({"profile": first["profile"], "matrix_flops": first["matrix_flops"]} if first["profile"] else {}),
+            **({"step_ms": steps} if steps else {})}
 
 
 def print_decoding(report: dict) -> None:
@@ -301,6 +351,9 @@ def print_decoding(report: dict) -> None:
             floor = r["matrix_flops"] / report["peak_flops"]
             print(f"  its matrix products: {r['matrix_flops'] / 1e9:,.1f} GFLOP, {floor:.2f} s at the measured "
                   f"{report['peak_flops'] / 1e9:,.0f} GFLOP/s ({floor / r['seconds']:.0%} of its time)")
+    for r in (r for r in report["results"] if "step_ms" in r):
+        print(f"{r['engine']}, ms per greedy step by sentences in the batch: "
+              + ", ".join(f"{batch}: {ms:.2f}" for batch, ms in r["step_ms"].items()))
 
 
 def time_cache(args) -> dict:
@@ -380,6 +433,9 @@ def _decode_options(modes) -> argparse.ArgumentParser:
     decode.add_argument("--profile", action="store_true",
                         help="decode twice more: under PyTorch's profiler (our top operators) and under its "
                              "FLOP counter (our matrix products, against the measured peak)")
+    decode.add_argument("--step-batches", type=int, nargs="+", default=[], metavar="N",
+                        help="also time one greedy decoding step of each engine with N copies of the test set's "
+                             "first sentence in the batch, for each N: milliseconds per step, the encoder left out")
     decode.add_argument("--worker", help=argparse.SUPPRESS)
     return decode
 
@@ -430,7 +486,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(data_worker(json.loads(args.worker))))
         return 0
     names = ("steps", "batch_tokens", "length", "src_len", "repeat", "eval_batch_tokens", "threads", "pairs",
-             "processes", "batches", "vocab_size", "batch", "beam_size")
+             "processes", "batches", "vocab_size", "batch", "beam_size", "step_batches")
     for name, least in [(name, 1) for name in names] + [(name, 0) for name in ("limit", "warmup_steps",
                                                                                "loss_chunk", "buckets")]:
         value = getattr(args, name, None)

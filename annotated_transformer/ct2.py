@@ -91,13 +91,10 @@ def decode_ctranslate2(folder: str, vocabulary: str, sentences, settings: Decode
     """Seconds to decode ``sentences`` with the CTranslate2 model in ``folder``, and the output token ids,
     in the batches ``decode_ids`` forms. CTranslate2 takes one length limit per call, so each batch gets
     its longest sentence's, and each output is then cut to its own sentence's limit."""
-    import ctranslate2
     import sentencepiece as spm
 
     sp = spm.SentencePieceProcessor(model_file=vocabulary)
-    translator = ctranslate2.Translator(folder, device="cuda" if device.startswith("cuda") else "cpu",
-                                        device_index=int(device.partition(":")[2] or 0), compute_type=compute_type,
-                                        inter_threads=1, intra_threads=torch.get_num_threads())
+    translator = ctranslate2_translator(folder, compute_type, device)
     ids = sp.encode(sentences)
     outputs = [[] for _ in ids]
     start = time.perf_counter()
@@ -110,3 +107,13 @@ def decode_ctranslate2(folder: str, vocabulary: str, sentences, settings: Decode
         for i, result in zip(indices, results):
             outputs[i] = [sp.piece_to_id(p) for p in result.hypotheses[0]][: len(ids[i]) + 1 + settings.max_extra]
     return time.perf_counter() - start, outputs
+
+
+def ctranslate2_translator(folder: str, compute_type: str, device: str = "cpu"):
+    """The CTranslate2 model in ``folder``, loaded to translate one batch at a time with PyTorch's number of
+    threads."""
+    import ctranslate2
+
+    return ctranslate2.Translator(folder, device="cuda" if device.startswith("cuda") else "cpu",
+                                  device_index=int(device.partition(":")[2] or 0), compute_type=compute_type,
+                                  inter_threads=1, intra_threads=torch.get_num_threads())

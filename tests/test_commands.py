@@ -216,7 +216,7 @@ def test_a_decoding_benchmark_worker_decodes_as_translate_does(trained_run, tmp_
     settings = config.DecodeConfig(beam_size=3, alpha=0.2, max_extra=4, eval_batch_tokens=40)
     job = {"engine": "ours", "settings": dataclasses.asdict(settings), "threads": 1, "device": "cpu",
            "model_file": str(shared), "sentences": str(tmp_path / "sentences.txt")}
-    requests = ['{"profile": true}\n', '{"profile": false}\n']  # what the benchmark writes to the worker
+    requests = ['{"profile": true}\n', '{"profile": false, "step_batches": [1, 3]}\n']  # as the benchmark writes
     out, again = json.loads(json.dumps(list(decode_worker(job, requests))))  # answers travel as JSON
     translations = tmp_path / "translate.de"
     assert translate.main(["--checkpoint", str(shared), "-i", str(tmp_path / "sentences.txt"), "-o", str(translations),
@@ -230,6 +230,7 @@ def test_a_decoding_benchmark_worker_decodes_as_translate_does(trained_run, tmp_
     assert out["matrix_flops"] > 0
     # A second request decodes again, the same outputs, without profiling.
     assert again["outputs"] == out["outputs"] and again["profile"] == [] and again["matrix_flops"] is None
+    assert out["step_ms"] == {} and list(again["step_ms"]) == ["1", "3"]  # step costs only when asked for
 
 
 def test_a_checkpoint_out_of_its_run_folder_says_what_is_missing(trained_run, tmp_path, capsys):

@@ -136,6 +136,14 @@ def test_ctranslate2_export_decodes_the_same_tokens(tmp_path, synthetic_pairs):
     theirs = [[sp.piece_to_id(p) for p in r.hypotheses[0]][:limit] for r, limit in zip(results, limits.tolist())]
     assert ours == theirs
     assert any(len(t) < limit for t, limit in zip(ours, limits.tolist()))  # some outputs end by themselves
+    # The per-step timing makes both engines run exactly the steps asked for, whatever the model prefers.
+    from annotated_transformer.benchmark import step_decoder
+
+    (tmp_path / "vocab.model").write_bytes(sp.serialized_model_proto())
+    job = {"engine": "ct2", "ct2": str(tmp_path / "ct2"), "vocabulary": str(tmp_path / "vocab.model"), "device": "cpu"}
+    for n in (1, 7):
+        assert [len(r.hypotheses[0]) for r in step_decoder(job, sentences[0])(3, n)] == [n] * 3
+        assert step_decoder(job, sentences[0], model, sp)(3, n).shape == (3, n)
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "notes.txt").write_text("keep me")
     with pytest.raises(ValueError, match="holds other files"):
@@ -150,6 +158,8 @@ def test_benchmark_refuses_bad_numbers_naming_the_option(capsys):
     assert "--limit must be an integer of at least 0, got -1" in capsys.readouterr().err
     assert benchmark.main(["decode", "--beam", "4", "0"]) == 2  # every one of several values is checked
     assert "--beam-size must be an integer of at least 1, got 0" in capsys.readouterr().err
+    assert benchmark.main(["decode", "--step-batches", "16", "0"]) == 2
+    assert "--step-batches must be an integer of at least 1, got 0" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         benchmark.main(["train", "--paths", "nonsense"])
 
