@@ -40,6 +40,7 @@ from annotated_transformer.performance import (
     PATHS,
     batch_lengths,
     describe,
+    fastest_seconds,
     matrix_flops,
     peak_flops,
     peak_memory_gib,
@@ -153,16 +154,14 @@ def step_milliseconds(decode, batches: Sequence[int], steps: int = 40) -> dict[s
     costs = {}
     for batch in batches:
         decode(batch, steps + 1)  # warm-up
-        best = {}
-        for n in (1, steps + 1):
-            times = []
-            for _ in range(3):
-                start = time.perf_counter()
-                decode(batch, n)
-                times.append(time.perf_counter() - start)
-            best[n] = min(times)
-        costs[str(batch)] = (best[steps + 1] - best[1]) / steps * 1000
+        many, one = (fastest_seconds(lambda n=n, batch=batch: decode(batch, n)) for n in (steps + 1, 1))
+        costs[str(batch)] = (many - one) / steps * 1000
     return costs
+
+
+def ct2_compute_type(engine: str) -> str:
+    """The compute type of a CTranslate2 engine of ``ENGINES``."""
+    return "int8" if engine == "ct2-int8" else "float32"
 
 
 def step_decoder(job: dict, sentence: str, model=None, sp=None):
@@ -175,7 +174,7 @@ def step_decoder(job: dict, sentence: str, model=None, sp=None):
             batch, 1, 1), n, data.BOS, NEVER, data.PAD)
     import sentencepiece as spm
 
-    translator = ctranslate2_translator(job["ct2"], "int8" if job["engine"] == "ct2-int8" else "float32", job["device"])
+    translator = ctranslate2_translator(job["ct2"], ct2_compute_type(job["engine"]), job["device"])
     pieces = spm.SentencePieceProcessor(model_file=job["vocabulary"]).encode(sentence, out_type=str)
     return lambda batch, n: translator.translate_batch([pieces] * batch, beam_size=1, max_decoding_length=n,
                                                        min_decoding_length=n)
@@ -192,7 +191,7 @@ def decode_worker(job: dict, requests) -> Iterator[dict]:
     torch.set_num_threads(job["threads"])
     sentences = Path(job["sentences"]).read_text(encoding="utf-8").split("\n")
     settings = DecodeConfig(**job["settings"])
-    model = sp = None
+    model = sp = stepper = None
     if job["engine"].startswith("ours"):
         model, sp, _ = load_model([Path(job["model_file"])], job["device"])
         for module in model.modules():
@@ -204,12 +203,13 @@ def decode_worker(job: dict, requests) -> Iterator[dict]:
             seconds, outputs, operators, flops = decode_ours(model, sp, sentences, settings, job["device"], profile)
         else:
             seconds, outputs = decode_ctranslate2(job["ct2"], job["vocabulary"], sentences, settings,
-                                                  "int8" if job["engine"] == "ct2-int8" else "float32", job["device"])
+                                                  ct2_compute_type(job["engine"]), job["device"])
             operators, flops = [], None
         steps = {}
         if request.get("step_batches"):
+            stepper = stepper or step_decoder(job, sentences[0], model, sp)  # made once, for every round
             with torch.inference_mode():
-                steps = step_milliseconds(step_decoder(job, sentences[0], model, sp), request["step_batches"])
+                steps = step_milliseconds(stepper, request["step_batches"])
         yield {"seconds": seconds, "outputs": outputs, "profile": operators, "matrix_flops": flops, "step_ms": steps}
 
 

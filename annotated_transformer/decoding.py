@@ -99,6 +99,12 @@ def next_log_probs(model, memory, src_mask, ys, cache=None, banned=()) -> torch.
     return log_probs
 
 
+def largest_divisor(n: int, least: int, most: int = 64) -> int | None:
+    """The largest divisor of ``n`` from ``most`` down to ``least`` (None if there is none): a block or
+    group size that splits a row of ``n`` scores evenly."""
+    return next((d for d in range(most, least - 1, -1) if n % d == 0), None)
+
+
 def first_max_index(scores: torch.Tensor) -> torch.Tensor:
     """Where each row of ``scores`` (rows, n) has its largest value, the first of equal maxima: what
     ``scores.max(dim=-1).indices`` returns. ``max`` keeps an index beside every comparison, a slow scalar
@@ -106,7 +112,7 @@ def first_max_index(scores: torch.Tensor) -> torch.Tensor:
     largest, the index search runs over those block maxima, and then inside the block that holds the first
     maximum. Blocks are the largest divisor of n from 64 down to 16 (``max`` itself if there is none)."""
     rows, n = scores.shape
-    size = next((b for b in range(64, 15, -1) if n % b == 0), None)
+    size = largest_divisor(n, 16)
     if size is None:
         return scores.max(dim=-1).indices
     blocks = scores.view(rows, n // size, size)
@@ -223,7 +229,7 @@ def best_candidates(beam_log_probs, log_probs, count: int):
 def candidate_groups(vocab: int, count: int) -> int | None:
     """How many groups ``best_candidates`` deals ``vocab`` tokens into to find ``count`` candidates: the
     largest divisor of ``vocab`` that is at most 64 and at least 4 × ``count`` (None if there is none)."""
-    return next((g for g in range(64, 4 * count - 1, -1) if vocab % g == 0), None)
+    return largest_divisor(vocab, 4 * count)
 
 
 def drop_rows(block: torch.Tensor, k: int, *tensors):
