@@ -164,18 +164,15 @@ def ct2_compute_type(engine: str) -> str:
     return "int8" if engine == "ct2-int8" else "float32"
 
 
-def step_decoder(job: dict, sentence: str, model=None, sp=None):
-    """``decode(batch, n)`` for ``step_milliseconds``: the engine's greedy decoding of ``batch`` copies of
-    ``sentence``, made to run exactly n steps (ours: an end token that never comes; CTranslate2: its
-    minimum length)."""
+def step_decoder(sentence: str, sp, model=None, translator=None, device: str = "cpu"):
+    """``decode(batch, n)`` for ``step_milliseconds``: greedy decoding of ``batch`` copies of ``sentence`` by
+    our ``model`` or else by a CTranslate2 ``translator``, made to run exactly n steps (ours: an end token
+    that never comes; CTranslate2: its minimum length). ``sp``: the SentencePiece vocabulary."""
     if model is not None:
-        src = torch.tensor([sp.encode(sentence) + [data.EOS]], device=job["device"])
+        src = torch.tensor([sp.encode(sentence) + [data.EOS]], device=device)
         return lambda batch, n: greedy_decode(model, src.repeat(batch, 1), (src != data.PAD).unsqueeze(-2).repeat(
             batch, 1, 1), n, data.BOS, NEVER, data.PAD)
-    import sentencepiece as spm
-
-    translator = ctranslate2_translator(job["ct2"], ct2_compute_type(job["engine"]), job["device"])
-    pieces = spm.SentencePieceProcessor(model_file=job["vocabulary"]).encode(sentence, out_type=str)
+    pieces = sp.encode(sentence, out_type=str)
     return lambda batch, n: translator.translate_batch([pieces] * batch, beam_size=1, max_decoding_length=n,
                                                        min_decoding_length=n)
 
@@ -183,33 +180,36 @@ def step_decoder(job: dict, sentence: str, model=None, sp=None):
 def decode_worker(job: dict, requests) -> Iterator[dict]:
     """One engine in a process of its own (two engines in one process slow each other down): a pass over
     the test set for each request read from ``requests``, a line of JSON such as {"profile": false,
-    "step_batches": [1, 64]} (the second: also ``step_milliseconds`` at those batch sizes). Our model is
-    loaded once, with the attention kernel of the engine (``ours``: load_model's choice for the device;
-    ``ours-sdpa``: the fused kernel)."""
+    "step_batches": [1, 64]} (the second: also ``step_milliseconds`` at those batch sizes). The engine is
+    loaded once, for every pass: our model with the attention kernel of the engine (``ours``: load_model's
+    choice for the device; ``ours-sdpa``: the fused kernel), or the CTranslate2 model and its vocabulary."""
     from annotated_transformer.checkpoints import load_model
 
     torch.set_num_threads(job["threads"])
     sentences = Path(job["sentences"]).read_text(encoding="utf-8").split("\n")
     settings = DecodeConfig(**job["settings"])
-    model = sp = stepper = None
+    model = translator = stepper = None
     if job["engine"].startswith("ours"):
         model, sp, _ = load_model([Path(job["model_file"])], job["device"])
         for module in model.modules():
             if isinstance(module, MultiHeadedAttention) and job["engine"] == "ours-sdpa":
                 module.fused = True
+    else:
+        import sentencepiece as spm
+
+        sp = spm.SentencePieceProcessor(model_file=job["vocabulary"])
+        translator = ctranslate2_translator(job["ct2"], ct2_compute_type(job["engine"]), job["device"])
     for request in map(json.loads, requests):
         if model is not None:
             profile = request["profile"] and job["engine"] == "ours"
             seconds, outputs, operators, flops = decode_ours(model, sp, sentences, settings, job["device"], profile)
         else:
-            seconds, outputs = decode_ctranslate2(job["ct2"], job["vocabulary"], sentences, settings,
-                                                  ct2_compute_type(job["engine"]), job["device"])
+            seconds, outputs = decode_ctranslate2(translator, sp, sentences, settings)
             operators, flops = [], None
         steps = {}
         if request.get("step_batches"):
-            stepper = stepper or step_decoder(job, sentences[0], model, sp)  # made once, for every round
-            with torch.inference_mode():
-                steps = step_milliseconds(stepper, request["step_batches"])
+            stepper = stepper or step_decoder(sentences[0], sp, model, translator, job["device"])  # made once
+            steps = step_milliseconds(stepper, request["step_batches"])
         yield {"seconds": seconds, "outputs": outputs, "profile": operators, "matrix_flops": flops, "step_ms": steps}
 
 

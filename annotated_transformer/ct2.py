@@ -86,15 +86,11 @@ def write_ctranslate2(model, sp, out: Path) -> Path:
     return Path(Converter().convert(str(out), force=True))
 
 
-def decode_ctranslate2(folder: str, vocabulary: str, sentences, settings: DecodeConfig, compute_type: str,
-                       device: str = "cpu") -> tuple[float, list]:
-    """Seconds to decode ``sentences`` with the CTranslate2 model in ``folder``, and the output token ids,
-    in the batches ``decode_ids`` forms. CTranslate2 takes one length limit per call, so each batch gets
-    its longest sentence's, and each output is then cut to its own sentence's limit."""
-    import sentencepiece as spm
-
-    sp = spm.SentencePieceProcessor(model_file=vocabulary)
-    translator = ctranslate2_translator(folder, compute_type, device)
+def decode_ctranslate2(translator, sp, sentences, settings: DecodeConfig) -> tuple[float, list]:
+    """Seconds to decode ``sentences`` with a CTranslate2 ``translator`` (``ctranslate2_translator``) whose
+    vocabulary is the SentencePiece model ``sp``, and the output token ids, in the batches ``decode_ids``
+    forms. CTranslate2 takes one length limit per call, so each batch gets its longest sentence's, and
+    each output is then cut to its own sentence's limit."""
     ids = sp.encode(sentences)
     outputs = [[] for _ in ids]
     start = time.perf_counter()

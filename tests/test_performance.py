@@ -139,11 +139,9 @@ def test_ctranslate2_export_decodes_the_same_tokens(tmp_path, synthetic_pairs):
     # The per-step timing makes both engines run exactly the steps asked for, whatever the model prefers.
     from annotated_transformer.benchmark import step_decoder
 
-    (tmp_path / "vocab.model").write_bytes(sp.serialized_model_proto())
-    job = {"engine": "ct2", "ct2": str(tmp_path / "ct2"), "vocabulary": str(tmp_path / "vocab.model"), "device": "cpu"}
     for n in (1, 7):
-        assert [len(r.hypotheses[0]) for r in step_decoder(job, sentences[0])(3, n)] == [n] * 3
-        assert step_decoder(job, sentences[0], model, sp)(3, n).shape == (3, n)
+        assert [len(r.hypotheses[0]) for r in step_decoder(sentences[0], sp, translator=translator)(3, n)] == [n] * 3
+        assert step_decoder(sentences[0], sp, model)(3, n).shape == (3, n)
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "notes.txt").write_text("keep me")
     with pytest.raises(ValueError, match="holds other files"):
