@@ -88,8 +88,7 @@ def benchmark_training(args) -> dict:
     results = []
     for path, compiled in tqdm(runs, desc="implementations", disable=not args.progress):
         r = time_training(path, model_config, batches, device, warmup, args.bf16, compiled,
-                          profile=args.profile if (path, compiled) == ("fast", False) else 0,
-                          loss_chunk=args.loss_chunk)
+                          profile=args.profile if (path, compiled) == ("fast", False) else 0)
         peak = peak_flops(device, r["bf16"]) if on_gpu else cpu_peak  # the peak of the precision it ran in
         r["mfu"] = r["flops_per_s"] / peak if peak else None
         results.append(r)
@@ -398,8 +397,6 @@ def _train_options(modes) -> argparse.ArgumentParser:
     train.add_argument("--buckets", type=int, default=0, metavar="N",
                        help="batches in at most N fixed shapes, as training's --buckets (default: 0, each batch "
                        "its own shape); the untimed updates then hold every shape")
-    train.add_argument("--loss-chunk", type=int, default=0, metavar="N",
-                       help="the fast path computes its loss N target positions at a time (0: all at once)")
     train.add_argument("--bf16", action=argparse.BooleanOptionalAction, default=True,
                        help="bf16 autocast for the fast path on GPUs (default: on)")
     train.add_argument("--corpus", choices=["multi30k", "wmt14"], help="where the batches come from "
@@ -488,7 +485,7 @@ def main(argv: list[str] | None = None) -> int:
     names = ("steps", "batch_tokens", "length", "src_len", "repeat", "eval_batch_tokens", "threads", "pairs",
              "processes", "batches", "vocab_size", "batch", "beam_size", "step_batches")
     for name, least in [(name, 1) for name in names] + [(name, 0) for name in ("limit", "warmup_steps",
-                                                                               "loss_chunk", "buckets")]:
+                                                                               "buckets")]:
         value = getattr(args, name, None)
         for v in value if isinstance(value, list) else [value]:
             if v is not None and v < least:
@@ -526,7 +523,7 @@ def data_worker(job: dict) -> dict:
     first = batching.collate(cache, order[0])
     data_rss = peak_memory_gib("cpu")  # the process with its plan and first batch, before any model
     config = RUN_PRESETS["multi30k"][0].replace(vocab_size=job["vocab_size"])
-    update = time_training("fast", config, [first], "cpu", warmup=0, loss_chunk=4096)  # scores: 4,096 rows at a time
+    update = time_training("fast", config, [first], "cpu", warmup=0)
     first_update = time.time()
     start, tokens = time.perf_counter(), 0
     for indices in order[1 : 1 + job["batches"]]:

@@ -121,7 +121,7 @@ def latest_checkpoint(out_dir: Path) -> Path | None:
 # it goes on, when it validates, saves and logs, where it runs, and how it is scored.
 AFTER_TRAINING = ("max_steps", "max_minutes", "valid_every", "save_every", "save_every_minutes", "log_every",
                   "eval_batch_tokens", "average", "beam_size", "alpha", "max_extra", "data_dir", "compile",
-                  "loss_chunk_tokens", "device", "out_dir")
+                  "device", "out_dir")
 # Settings added after the first runs were made, with the value every run made before them trained with:
 # a run folder whose config.json lacks one resumes as if it recorded that value.
 ADDED_LATER = {"buckets": 0}

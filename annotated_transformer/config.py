@@ -188,9 +188,6 @@ class RunConfig:
     seed: int = setting(0, "seed of the initialization, the dropout masks and the batch order")
     device: str = setting("auto", "cpu, cuda, cuda:N, or auto (cuda when there is one)")
     bf16: bool = setting(True, "bf16 autocast on GPUs (CPUs always train in fp32)")
-    loss_chunk_tokens: int = setting(0, "compute the loss this many target positions at a time, recomputing "
-                                     "their scores in the backward pass (0: all at once; 4096 saves gigabytes "
-                                     "with a 37,000-token vocabulary)")
     compile: bool = setting(False, "torch.compile the model: for all sentence lengths at once, or with --buckets "
                             "once per batch shape (pays on GPUs; on a CPU it only adds minutes of compiling: "
                             "see the performance chapter)")
@@ -208,7 +205,7 @@ class RunConfig:
     def __post_init__(self):
         positive = ("batch_tokens", "accumulate", "warmup", "max_steps", "valid_every", "keep_checkpoints",
                     "log_every", "max_sentence_tokens", "average")
-        for name in (*positive, "save_every", "max_train_pairs", "loss_chunk_tokens", "buckets"):
+        for name in (*positive, "save_every", "max_train_pairs", "buckets"):
             value, least = getattr(self, name), 1 if name in positive else 0
             if not isinstance(value, int) or isinstance(value, bool) or value < least:
                 raise ValueError(f"{option(name)} must be an integer of at least {least}, got {value!r}")

@@ -12,7 +12,7 @@ from annotated_transformer.config import COPY_MODEL, TransformerConfig
 from annotated_transformer.data import BOS, EOS, PAD, Batch
 from annotated_transformer.decoding import greedy_decode, strip_special
 from annotated_transformer.model import count_parameters, make_model
-from annotated_transformer.optimization import make_optimizer, sequence_loss
+from annotated_transformer.optimization import label_smoothed_loss, make_optimizer
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,7 @@ def train_copy_task(task: CopyTask = CopyTask(), config: TransformerConfig = COP
     for step in bar:
         batch = task.batch(batch_size, generator).to(device)
         log_probs = model.generator(model(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask))
-        loss = sequence_loss(log_probs, batch.tgt_out, PAD, config.label_smoothing)
+        loss = label_smoothed_loss(log_probs, batch.tgt_out, PAD, config.label_smoothing)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()

@@ -3,10 +3,9 @@
 
 """The pieces of every optimizer update (§5): the label-smoothed loss, Adam with the schedule of eq. 3,
 and gradient accumulation over processes and micro-batches."""
-import functools
+import contextlib
 
 import torch
-import torch.nn.functional as F
 
 
 # --- from book/09_copy_task.md ---
@@ -28,122 +27,65 @@ def make_optimizer(model: torch.nn.Module, d_model: int, warmup: int, factor: fl
     return optimizer, scheduler
 
 
-def sequence_loss(scores: torch.Tensor, target: torch.Tensor, pad: int, label_smoothing: float,
-                  reduction: str = "mean"):
-    """Label-smoothed cross-entropy over non-padding target tokens (mean, or sum with ``reduction="sum"``).
+def label_smoothed_loss(scores, target, pad: int, label_smoothing: float, reduction="mean"):
+    """Cross-entropy between the model's next-token distribution and the smoothed target of
+    §5.4, over the real (non-padding) target positions: their mean, or with
+    ``reduction="sum"`` their sum.
 
-    scores: (batch, tgt_len, vocab) log-probabilities from the generator, or the logits before its
-    log-softmax (the loss normalizes them itself, so both give the same value); target: (batch, tgt_len).
+    scores: (..., vocab) the generator's scores, before or after its log-softmax (normalizing
+    again changes nothing); target: (...) token ids, ``pad`` where there is no token.
     """
-    return F.cross_entropy(scores.flatten(0, 1).float(), target.flatten(), ignore_index=pad,
-                           label_smoothing=label_smoothing, reduction=reduction)
+    # At least float32: in bf16 the small probabilities would round away.
+    scores = scores.to(torch.promote_types(scores.dtype, torch.float32))
+    log_probs = scores.log_softmax(dim=-1).flatten(0, -2)  # (positions, vocab)
+    target = target.flatten()  # (positions,)
+    real = target != pad
+    vocab = log_probs.size(-1)
+    # The smoothed target: ε spread evenly over the vocabulary, 1 - ε more on the right token.
+    smoothed = torch.full_like(log_probs, label_smoothing / vocab)
+    right = target.masked_fill(~real, 0).unsqueeze(1)  # padding rows are dropped below
+    smoothed.scatter_add_(1, right, torch.full_like(log_probs[:, :1], 1 - label_smoothing))
+    per_position = -(smoothed * log_probs).sum(dim=-1)  # cross-entropy of each position
+    total = per_position[real].sum()
+    return total if reduction == "sum" else total / real.sum()
 
 
 # --- from book/11_training.md ---
-def smoothed_rows(x, target, pad: int, label_smoothing: float, with_grad: bool):
-    """Summed label-smoothed loss of the score rows ``x`` (rows, vocab) against ``target`` (rows,), padding
-    rows excluded, and with ``with_grad`` its gradient with respect to ``x``, in ``x``'s precision."""
-    dtype, vocab, real = x.dtype, x.size(-1), target != pad
-    x = x.float()
-    picked = target.masked_fill(~real, 0)[:, None]
-    if x.is_cuda or not with_grad:
-        lse = torch.logsumexp(x, dim=-1, keepdim=True)
-    else:  # a CPU runs each operation as a pass of its own over memory: one pass of exponentials serves both
-        top = x.amax(-1, keepdim=True)
-        grad = torch.sub(x, top).exp_()
-        total = grad.sum(-1, keepdim=True)
-        lse = top + total.log()
-    per_row = lse.squeeze(1) - (1 - label_smoothing) * x.gather(1, picked).squeeze(1) - label_smoothing * x.mean(-1)
-    loss = per_row.masked_fill(~real, 0.0).sum()
-    if not with_grad:
-        return loss, None
-    if x.is_cuda:  # compiled (compiled_rows), these operations fuse into few kernels
-        spread = torch.exp(x - lse) - label_smoothing / vocab
-        grad = torch.where(torch.arange(vocab, device=x.device) == picked, spread - (1 - label_smoothing), spread)
-        return loss, (grad * real[:, None]).to(dtype)
-    grad.div_(total).sub_(label_smoothing / vocab)  # in place: no second buffer of the slice's size
-    grad.scatter_add_(1, picked, grad.new_full(picked.shape, label_smoothing - 1))
-    return loss, grad.mul_(real[:, None]).to(dtype)
+def accumulate_gradients(
+    model,
+    micro_batches,
+    label_smoothing: float,
+    pad: int,
+    global_tokens: int | None = None,
+    world_size: int = 1,
+    autocast=None,
+    no_sync=None,
+    loss_function=label_smoothed_loss,
+) -> torch.Tensor:
+    """Backpropagate a step's micro-batches so the gradient is that of the mean loss per
+    target token.
 
-
-class SmoothedCrossEntropy(torch.autograd.Function):
-    """``F.cross_entropy(scores, target, ignore_index=pad, label_smoothing=ε, reduction="sum")`` whose
-    gradient is computed in the forward pass, ``rows`` score rows at a time (see ``smoothed_rows``)."""
-
-    @staticmethod
-    def forward(ctx, scores, target, pad: int, label_smoothing: float, rows: int = 4096):
-        x, t = scores.flatten(0, -2), target.flatten()
-        kernel = compiled_rows() if x.is_cuda else smoothed_rows
-        grad = torch.empty_like(x) if ctx.needs_input_grad[0] else None
-        total = x.new_zeros((), dtype=torch.float32)
-        for start in range(0, x.size(0), rows):
-            part = slice(start, start + rows)
-            loss, part_grad = kernel(x[part], t[part], pad, label_smoothing, grad is not None)
-            total += loss
-            if grad is not None:
-                grad[part] = part_grad
-        ctx.grad, ctx.shape = grad, scores.shape
-        return total
-
-    @staticmethod
-    def backward(ctx, upstream):
-        if ctx.grad is None:
-            raise RuntimeError("SmoothedCrossEntropy's gradient was already used: backward runs once")
-        grad, ctx.grad = ctx.grad, None
-        return grad.mul_(upstream).view(ctx.shape), None, None, None, None
-
-
-@functools.cache
-def compiled_rows():
-    """``smoothed_rows`` compiled once per process (a GPU's fused kernels for the loss)."""
-    return torch.compile(smoothed_rows, dynamic=True)
-
-
-def generator_loss(proj, states, target, pad: int, label_smoothing: float, chunk_tokens: int = 0):
-    """Summed label-smoothed loss of the scores ``proj(states)`` against ``target``.
-
-    states: (batch, tgt_len, d_model) decoder outputs; proj: the generator's linear map. chunk_tokens: 0
-    computes all scores at once; N > 0 takes N real positions at a time and recomputes their scores
-    in the backward pass instead of storing them (the same value and gradients, far less memory)."""
-    if not chunk_tokens:
-        return SmoothedCrossEntropy.apply(proj(states), target, pad, label_smoothing)
-    from torch.utils.checkpoint import checkpoint
-
-    real = target.flatten() != pad  # padding positions need no scores
-    states, target = states.flatten(0, 1)[real], target.flatten()[real]
-
-    def chunk_loss(h, t):
-        return F.cross_entropy(proj(h).float(), t, label_smoothing=label_smoothing, reduction="sum")
-
-    return sum(checkpoint(chunk_loss, h, t, use_reentrant=False)
-               for h, t in zip(states.split(chunk_tokens), target.split(chunk_tokens)))
-
-
-def accumulate_gradients(model, micro_batches, label_smoothing: float, pad: int, global_tokens: int | None = None,
-                         world_size: int = 1, autocast=None, no_sync=None, loss_chunk: int = 0) -> torch.Tensor:
-    """Backpropagate a step's micro-batches so the gradient is that of the mean loss per target token.
-
-    ``global_tokens`` is the number of target tokens in the step over all processes (default: these
-    micro-batches). Distributed data parallel averages gradients over ``world_size`` processes, so each
-    process scales its summed loss by ``world_size / global_tokens``. ``loss_chunk``: see ``generator_loss``.
-    Returns this process's summed loss as a tensor on the model's device: reading its value makes the
-    host wait for the device, so the trainer reads it only when it writes a metric line.
+    ``global_tokens`` is the number of target tokens in the step over all processes (default:
+    these micro-batches). Distributed data parallel averages gradients over ``world_size``
+    processes, so each process scales its summed loss by ``world_size / global_tokens``.
+    Returns this process's summed loss as a tensor on the model's device: reading its value
+    makes the host wait for the device, so the trainer reads it only when it writes a metric
+    line.
     """
-    import contextlib
-
-    total = global_tokens if global_tokens is not None else sum(b.n_tokens for b in micro_batches)
+    if global_tokens is None:
+        global_tokens = sum(b.n_tokens for b in micro_batches)
     generator = getattr(model, "module", model).generator  # unwrap DistributedDataParallel
     summed = 0.0
     for i, batch in enumerate(micro_batches):
         last = i == len(micro_batches) - 1
+        # Processes agree on the gradient once, after the last micro-batch.
         sync = contextlib.nullcontext() if last or no_sync is None else no_sync()
         with sync, (autocast or contextlib.nullcontext)():
-            # Logits, not the generator's log-softmax: the loss applies its own, so one (tokens × vocab)
-            # normalization, the largest tensor of a step, is skipped in both passes.
             states = model(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask)
-            loss = generator_loss(generator.proj, states, batch.tgt_out, pad, label_smoothing, loss_chunk)
+            scores = generator.proj(states)  # before the log-softmax: the loss applies it
+            loss = loss_function(scores, batch.tgt_out, pad, label_smoothing, "sum")
         with sync:
-            (loss * world_size / total).backward()
+            (loss * world_size / global_tokens).backward()
         summed = summed + loss.detach()
     return summed
 

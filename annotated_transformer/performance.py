@@ -16,7 +16,7 @@ from annotated_transformer.config import DecodeConfig
 from annotated_transformer.data import PAD
 from annotated_transformer.decoding import beam_search, greedy_decode
 from annotated_transformer.model import make_model
-from annotated_transformer.optimization import generator_loss, make_optimizer
+from annotated_transformer.optimization import label_smoothed_loss, make_optimizer
 from annotated_transformer.reference import TorchTransformer
 
 
@@ -169,13 +169,12 @@ def compiled(model, shapes: int = 0, backend="inductor"):
 
 
 def time_training(path: str, config, batches: list, device: str, warmup: int, bf16: bool = True,
-                  compile: bool = False, seed: int = 0, profile: int = 0, loss_chunk: int = 0) -> dict:
+                  compile: bool = False, seed: int = 0, profile: int = 0) -> dict:
     """Train a fresh model of implementation ``path`` on ``batches``: the first ``warmup`` untimed, then
     the rest timed. Every path sees the same batches with the same loss, optimizer and schedule. Compiled,
     the model is specialized to each batch shape when the untimed batches hold every shape there is
     (a few fixed shapes: ``ShapedBatches``), else compiled once for all shapes. With
-    ``profile``, that many further steps run under PyTorch's profiler and its top operators are returned.
-    ``loss_chunk``: the fast path's loss in chunks of that many positions (``generator_loss``)."""
+    ``profile``, that many further steps run under PyTorch's profiler and its top operators are returned."""
     torch.manual_seed(seed)
     if path in ("torch", "torch-matched"):
         model = TorchTransformer(config, matched_dropout=path == "torch-matched")
@@ -187,14 +186,14 @@ def time_training(path: str, config, batches: list, device: str, warmup: int, bf
     shapes = {(b.src.shape, b.tgt_in.shape) for b in batches}
     static = len(shapes) <= 16 and len({(b.src.shape, b.tgt_in.shape) for b in batches[:warmup]}) == len(shapes)
     forward = compiled(model, len(shapes) if static else 0) if compile else model
+    loss_function = torch.compile(label_smoothed_loss, dynamic=not static) if compile else label_smoothed_loss
     generator = getattr(model.generator, "proj", model.generator)  # the scores: the loss normalizes them
     use_bf16 = on_gpu and bf16 and not teaching
 
     def step(batch):
         with torch.autocast("cuda", dtype=torch.bfloat16) if use_bf16 else contextlib.nullcontext():
             states = forward(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask)
-            loss = generator_loss(generator, states, batch.tgt_out, data.PAD, config.label_smoothing,
-                                  loss_chunk if path == "fast" else 0)
+            loss = loss_function(generator(states), batch.tgt_out, data.PAD, config.label_smoothing, "sum")
         (loss / batch.n_tokens).backward()
         optimizer.step()
         scheduler.step()
@@ -212,7 +211,7 @@ def time_training(path: str, config, batches: list, device: str, warmup: int, bf
     synchronize()
     seconds = time.perf_counter() - start
     src, tgt = batch_lengths(batches[warmup:])
-    result = {"path": path, "compiled": compile, "bf16": use_bf16, "loss_chunk": loss_chunk if path == "fast" else 0,
+    result = {"path": path, "compiled": compile, "bf16": use_bf16,
               "steps": len(batches) - warmup, "shapes": len(shapes), "static": compile and static,
               "seconds": seconds, "step_ms": 1000 * seconds / (len(batches) - warmup),
               "tgt_tokens_per_s": sum(tgt) / seconds, "tokens_per_s": (sum(src) + sum(tgt)) / seconds,

@@ -34,7 +34,7 @@ from annotated_transformer.checkpoints import (
 from annotated_transformer.config import RunConfig, TransformerConfig
 from annotated_transformer.diagnostics import source_alignment
 from annotated_transformer.model import count_parameters, make_model
-from annotated_transformer.optimization import accumulate_gradients, make_optimizer, sequence_loss, update_batches
+from annotated_transformer.optimization import accumulate_gradients, label_smoothed_loss, make_optimizer, update_batches
 from annotated_transformer.performance import batch_lengths, compiled, peak_flops, planned_cost, training_flops
 
 
@@ -141,7 +141,7 @@ def validation_loss(model, pairs, batch_tokens: int, device) -> float:
     total, tokens = 0.0, 0
     for batch in data.validation_batches(pairs, batch_tokens, device):
         logits = model.generator.proj(model(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask))
-        total += sequence_loss(logits, batch.tgt_out, data.PAD, 0.0, reduction="sum").item()
+        total += label_smoothed_loss(logits, batch.tgt_out, data.PAD, 0.0, "sum").item()
         tokens += batch.n_tokens
     model.train()
     return total / max(tokens, 1)
@@ -221,6 +221,7 @@ class Session:
     autocast: object = None
     peak: float | None = None  # the device's peak FLOP/s, when known
     resume: tuple | None = None  # (path, contents) of the checkpoint to continue from
+    loss_function: object = label_smoothed_loss  # compiled with --compile
 
     def say(self, *args) -> None:
         if self.rank == 0:
@@ -263,13 +264,15 @@ def start(model_config: TransformerConfig, run: RunConfig) -> Session:
     # On a GPU, Adam's update runs as one fused kernel (the same arithmetic; tested equal).
     optimizer, scheduler = make_optimizer(model, model_config.d_model, run.warmup, run.lr_factor, fused=on_gpu)
     ddp = torch.nn.parallel.DistributedDataParallel(model) if world > 1 else model
+    loss_function = label_smoothed_loss
     if run.compile:  # the weights stay those of `model`, which checkpoints save
         ddp = compiled(ddp, run.buckets)
+        loss_function = torch.compile(label_smoothed_loss, dynamic=not run.buckets)
     autocast = (lambda: torch.autocast("cuda", dtype=torch.bfloat16)) if on_gpu and run.bf16 else None
     peak = peak_flops(device, on_gpu and run.bf16, seconds=0.3)  # for the FLOPs utilisation in the metrics
     return Session(run, model_config, rank, world, device, settings, sp, valid_pairs,
                    UpdateStream(train_pairs, run, world, rank), model, ddp, optimizer, scheduler,
-                   MetricsLog(out_dir, enabled=rank == 0), lock, autocast, peak, resume)
+                   MetricsLog(out_dir, enabled=rank == 0), lock, autocast, peak, resume, loss_function)
 
 
 def restore(s: Session) -> Position:
@@ -295,7 +298,7 @@ def train_step(s: Session, at: Position) -> dict:
     micro = [b.to(s.device) for b in micro]
     tokens = int(all_sum(mine[:1], s.device)[0])  # the update's target tokens: the loss is normalized by them
     loss = accumulate_gradients(s.ddp, micro, s.config.label_smoothing, data.PAD, tokens, s.world, s.autocast,
-                                getattr(s.ddp, "no_sync", None), s.run.loss_chunk_tokens)
+                                getattr(s.ddp, "no_sync", None), s.loss_function)
     s.optimizer.step()
     s.scheduler.step()  # eq. 3: once per optimizer update
     s.optimizer.zero_grad(set_to_none=True)
