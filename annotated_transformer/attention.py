@@ -25,24 +25,13 @@ def attention(query, key, value, mask=None, dropout: nn.Module | None = None):
     return weights @ value, weights
 
 
-def side_by_side(x: torch.Tensor, group: int, undo: bool = False) -> torch.Tensor:
-    """(rows, h, n, d) -> (rows / group, h, group * n, d): each ``group`` consecutive rows' positions
-    as the positions of one row; ``undo`` reverses it."""
-    rows, h, n, d = x.shape
-    if undo:
-        return x.view(rows, h, group, n // group, d).transpose(1, 2).reshape(rows * group, h, n // group, d)
-    return x.view(rows // group, group, h, n, d).transpose(1, 2).reshape(rows // group, h, group * n, d)
-
-
 class MultiHeadedAttention(nn.Module):
     """h parallel attention heads on learned projections, concatenated and projected (§3.2.2)."""
 
-    def __init__(self, h: int, d_model: int, dropout: float = 0.0, d_k: int | None = None,
-                 d_v: int | None = None, fused: bool = False):
+    def __init__(self, h, d_model, dropout=0.0, d_k=None, d_v=None, fused=False):
         super().__init__()
-        if d_k is None or d_v is None:
-            if d_model % h:
-                raise ValueError(f"d_model={d_model} is not divisible by h={h}; give d_k and d_v explicitly")
+        if (d_k is None or d_v is None) and d_model % h:
+            raise ValueError(f"d_model={d_model} is not divisible by h={h}; give d_k and d_v")
         self.h = h
         self.d_k = d_k or d_model // h
         self.d_v = d_v or d_model // h
@@ -51,12 +40,12 @@ class MultiHeadedAttention(nn.Module):
         self.w_v = nn.Linear(d_model, h * self.d_v)
         self.w_o = nn.Linear(h * self.d_v, d_model)  # W^O
         self.dropout = nn.Dropout(dropout)  # on the attention weights; off in the paper's model
-        self.keep_attention = False  # set True to keep the last weights, e.g. for plotting
+        self.fused = fused  # PyTorch's fused kernel instead of eq. 1 written out (same result)
+        self.keep_attention = False  # True: keep the last weights, e.g. for plotting
         self.attention_weights = None
-        self.fused = fused  # use PyTorch's fused kernel instead of the explicit eq. 1 (same result)
 
     def keys_values(self, key, value):
-        """Keys and values projected and split into heads: (batch, h, n_k, d_k) and (batch, h, n_k, d_v)."""
+        """Keys and values projected and split into heads: (batch, h, n_k, d_k), (batch, h, n_k, d_v)."""
         batch = key.size(0)
         k = self.w_k(key).view(batch, -1, self.h, self.d_k).transpose(1, 2)
         v = self.w_v(value).view(batch, -1, self.h, self.d_v).transpose(1, 2)
@@ -69,21 +58,15 @@ class MultiHeadedAttention(nn.Module):
         if mask is not None:
             mask = mask.unsqueeze(1)  # (batch, 1, 1 or n_q, n_k): broadcast over heads
         q = self.w_q(query).view(batch, -1, self.h, self.d_k).transpose(1, 2)  # (batch, h, n_q, d_k)
-        # When decoding one token at a time, a cache keeps the keys and values of earlier steps (the
-        # copy-task chapter explains it); otherwise they are projected here.
-        k, v = self.keys_values(key, value) if cache is None else cache.keys_values(self, key, value)
-        # Beam search keeps the encoder's keys and values once per sentence for its `group` hypotheses
-        # (the results chapter); their queries then go side by side as extra query positions.
-        group = batch // k.size(0)
-        q = q if group == 1 else side_by_side(q, group)
+        if cache is None:
+            k, v = self.keys_values(key, value)
+        else:  # decoding one token at a time: with the earlier positions' (chapter 9)
+            k, v = cache.keys_values(self, key, value)
         if self.fused and not self.keep_attention:
             p = self.dropout.p if self.training else 0.0
-            x = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)  # (batch, h, n_q, d_v)
+            x = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
         else:
             x, weights = attention(q, k, v, mask, self.dropout)  # x: (batch, h, n_q, d_v)
-            if self.keep_attention:
-                weights = weights if group == 1 else side_by_side(weights, group, undo=True)
-                self.attention_weights = weights.detach()  # (batch, h, n_q, n_k)
-        x = x if group == 1 else side_by_side(x, group, undo=True)
-        x = x.transpose(1, 2).reshape(batch, -1, self.h * self.d_v)  # concatenate heads
+            self.attention_weights = weights.detach() if self.keep_attention else None
+        x = x.transpose(1, 2).reshape(batch, -1, self.h * self.d_v)  # concatenate the heads
         return self.w_o(x)  # (batch, n_q, d_model)

@@ -19,9 +19,8 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
-from annotated_transformer import data, trainer
+from annotated_transformer import data, speed, trainer
 from annotated_transformer.attention import MultiHeadedAttention
-from annotated_transformer.checkpoints import write_atomically
 from annotated_transformer.cli import (
     add_decoding_options,
     add_device_option,
@@ -34,20 +33,19 @@ from annotated_transformer.cli import (
 from annotated_transformer.config import RUN_PRESETS, DecodeConfig, option
 from annotated_transformer.ct2 import ctranslate2_translator, decode_ctranslate2
 from annotated_transformer.decoding import decode_ids, greedy_decode
+from annotated_transformer.files import write_atomically
+from annotated_transformer.flops import batch_lengths, peak_flops, training_flops
 from annotated_transformer.model import make_model
 from annotated_transformer.performance import (
     NEVER,
     PATHS,
-    batch_lengths,
     describe,
     fastest_seconds,
     matrix_flops,
-    peak_flops,
     peak_memory_gib,
     profile_steps,
     time_decoding,
     time_training,
-    training_flops,
 )
 from annotated_transformer.scale import at_scale
 
@@ -63,7 +61,7 @@ def real_batches(config, corpus: str, split: str, batch_tokens: int, count: int,
     pairs = data.load_pairs(corpus, split, "en", "de", data_dir)
     sp = data.train_shared_vocab(pairs, min(config.vocab_size, 8000), VOCABULARIES)
     encoded, _ = data.encode_pairs(sp, pairs, 256)
-    batches = data.batching(*data.pair_lengths(encoded), batch_tokens, buckets)
+    batches = speed.batching(*data.pair_lengths(encoded), batch_tokens, buckets)
     order = batches.epoch(0)
     if buckets:  # the untimed updates meet every shape: compiling happens there
         firsts = {batches.shape_of(b): b for b in reversed(order)}
@@ -356,15 +354,17 @@ def print_decoding(report: dict) -> None:
 
 
 def time_cache(args) -> dict:
-    """The ``cache`` mode: decoding fixed-length outputs with the key/value cache and with recomputation."""
+    """The ``cache`` mode: greedy decoding of fixed-length outputs with the key/value cache and
+    with recomputation."""
     torch.manual_seed(0)
     model = make_model(RUN_PRESETS["multi30k"][0]).eval()
     rows = []
     for batch in args.batch:
-        for beam in args.beam_size:
-            full, cached = (time_decoding(model, batch, beam, args.length, args.src_len, incremental, args.repeat)
-                            for incremental in (False, True))
-            rows.append({"batch": batch, "beam": beam, "recompute_s": full, "cached_s": cached})
+        full, cached = (
+            time_decoding(model, batch, args.length, args.src_len, incremental, args.repeat)
+            for incremental in (False, True)
+        )
+        rows.append({"batch": batch, "recompute_s": full, "cached_s": cached})
     return {"mode": "cache", "length": args.length, "src_len": args.src_len, "repeat": args.repeat,
             "device": describe("cpu"), "results": rows}
 
@@ -372,9 +372,9 @@ def time_cache(args) -> dict:
 def print_cache(report: dict) -> None:
     print(f"{report['length']}-token outputs from {report['src_len']}-token sources, CPU with "
           f"{report['device']['threads']} threads, best of {report['repeat']}, random weights of the multi30k preset")
-    print(f"{'batch':>6} {'beam':>5} {'recompute (s)':>14} {'cached (s)':>11} {'speed-up':>9}")
+    print(f"{'batch':>6} {'recompute (s)':>14} {'cached (s)':>11} {'speed-up':>9}")
     for r in report["results"]:
-        print(f"{r['batch']:>6} {r['beam']:>5} {r['recompute_s']:>14.3f} {r['cached_s']:>11.3f} "
+        print(f"{r['batch']:>6} {r['recompute_s']:>14.3f} {r['cached_s']:>11.3f} "
               f"{r['recompute_s'] / r['cached_s']:>8.1f}x")
 
 
@@ -439,12 +439,11 @@ def _decode_options(modes) -> argparse.ArgumentParser:
 
 def _cache_options(modes) -> argparse.ArgumentParser:
     cache = modes.add_parser("cache", help="incremental decoding against recomputation of the prefix",
-                             description="Time decoding of fixed-length outputs with the key/value cache and with "
+                             description="Time greedy decoding of fixed-length outputs with the key/value cache and with "
                              "full recomputation of the prefix at every step, on the CPU.")
     cache.add_argument("--length", type=int, default=50, help="output tokens per sentence (default: %(default)s)")
     cache.add_argument("--src-len", type=int, default=20, help="source tokens per sentence (default: %(default)s)")
     cache.add_argument("--batch", type=int, nargs="+", default=[1, 32], help="batch sizes (default: 1 32)")
-    add_decoding_options(cache, names=["beam_size"], several_beams=True)
     cache.add_argument("--repeat", type=int, default=3, help="timings per setting, the best is kept")
     return cache
 
@@ -516,8 +515,8 @@ def synthetic_chunks(sample: Sequence[tuple[str, str]], pairs: int, chunk: int =
 def data_worker(job: dict) -> dict:
     """One training process's start on the cache: map it, plan an epoch, collate the first batch, make one
     update of a small model; then time the assembly of ``job['batches']`` more batches."""
-    cache = data.TokenCache(Path(job["cache"]))
-    batching = data.batching(*cache.lengths(), job["batch_tokens"], job["buckets"], seed=0)
+    cache = speed.TokenCache(Path(job["cache"]))
+    batching = speed.batching(*cache.lengths(), job["batch_tokens"], job["buckets"], seed=0)
     order = batching.epoch(0)
     planned = time.time()
     first = batching.collate(cache, order[0])
@@ -545,7 +544,7 @@ def benchmark_data(args) -> dict:
         start = time.perf_counter()
         chunks = tqdm(synthetic_chunks(sample, args.pairs), total=-(-args.pairs // 100_000), unit="chunk",
                       desc="encoding", disable=not args.progress)
-        cache = data.token_cache(folder, sp, chunks, 256, threads=os.cpu_count() or 1)
+        cache = speed.token_cache(folder, sp, chunks, 256, threads=os.cpu_count() or 1)
         encode_seconds = time.perf_counter() - start
         job = {"cache": str(folder), "batch_tokens": args.batch_tokens, "buckets": args.buckets,
                "vocab_size": sp.get_piece_size(), "batches": args.batches}

@@ -13,54 +13,13 @@ from pathlib import Path
 import torch
 
 from annotated_transformer.config import TransformerConfig, option
+from annotated_transformer.files import write_atomically
 from annotated_transformer.model import make_model
 
 
 # --- from book/12_training_loop.md ---
 class CheckpointError(Exception):
     """A file of a run folder (a checkpoint, a record) that cannot be used, with what to do about it."""
-
-
-def write_atomically(path: Path, content) -> None:
-    """Write ``content`` (text, bytes, or a function that writes into a binary file) so that a crash at
-    any moment leaves the old file or the new one, never part of one: a temporary file beside it, flushed
-    to the disk, renamed over the name (a rename is atomic), and the folder's entry flushed too."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        with open(tmp, "wb") as f:
-            if callable(content):
-                content(f)
-            else:
-                f.write(content.encode("utf-8") if isinstance(content, str) else content)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)  # only left when the write failed
-    if hasattr(os, "O_DIRECTORY"):  # POSIX: make the rename itself survive a power cut
-        folder = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            os.fsync(folder)
-        finally:
-            os.close(folder)
-
-
-def append_line(path: Path, line: str) -> None:
-    """Append one line to a log (``metrics.jsonl``), flushed to the disk. A crash can cut only the last
-    line short, and ``trim_torn_line`` removes such a line before the log grows again."""
-    with open(path, "a", encoding="utf-8") as f:
-        f.write(line + "\n")
-        f.flush()
-        os.fsync(f.fileno())
-
-
-def trim_torn_line(path: Path) -> None:
-    """Cut a log back to its last complete line."""
-    if path.is_file() and (text := path.read_bytes()) and not text.endswith(b"\n"):
-        with open(path, "r+b") as f:
-            f.truncate(text.rfind(b"\n") + 1)
 
 
 def remove_leftovers(out_dir: Path) -> list[Path]:

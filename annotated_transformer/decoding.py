@@ -6,7 +6,6 @@ import sys
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 from tqdm import tqdm
 
 from annotated_transformer import data
@@ -16,148 +15,55 @@ from annotated_transformer.layers import subsequent_mask
 
 # --- from book/09_copy_task.md ---
 class KVCache:
-    """Keys and values of one attention layer, kept between incremental decoding steps."""
+    """Keys and values of one attention layer, kept between decoding steps."""
 
-    def __init__(self, fixed: bool):
-        self.fixed = fixed  # True: keys/values of the encoder output, computed once; False: grow by a step
-        self.k = self.v = None  # (batch, h, room, d_k) and (batch, h, room, d_v)
-        self.length = 0  # positions held: the first `length` of the `room`
+    def __init__(self, fixed: bool = False):
+        self.fixed = fixed  # True: encoder-decoder attention, whose keys never change
+        self.k = self.v = None  # (batch, h, positions, d_k) and (batch, h, positions, d_v)
 
     def keys_values(self, attention, key, value):
-        """This step's keys and values for ``attention`` (a MultiHeadedAttention): kept, or projected and kept."""
+        """The keys and values of every position so far for ``attention`` (a
+        MultiHeadedAttention), given this step's ``key`` and ``value`` inputs."""
         if self.fixed and self.k is not None:
-            return self.k, self.v  # the encoder's keys and values, projected at the first step
-        k, v = attention.keys_values(key, value)  # the new positions only
-        if self.fixed:  # kept in the layouts that the products of eq. 1 read, q kᵀ and weights v, so that
-            self.k, self.v = k.transpose(-2, -1).contiguous().transpose(-2, -1), v.contiguous()  # no step copies them
-            return self.k, self.v
-        end = self.length + k.size(2)
-        if self.k is None:
-            self.k, self.v = (t.new_empty(t.size(0), t.size(1), max(2 * end, 16), t.size(3)) for t in (k, v))
-        elif end > self.k.size(2):  # out of room: move into twice as much
-            every_row = torch.arange(k.size(0), device=k.device)
-            self.k, self.v = (self.moved(t, every_row, 2 * end) for t in (self.k, self.v))
-        self.k[:, :, self.length : end], self.v[:, :, self.length : end] = k, v  # written in place
-        self.length = end
-        return self.k[:, :, :end], self.v[:, :, :end]
+            return self.k, self.v  # the encoder's, projected at the first step
+        k, v = attention.keys_values(key, value)  # this step's positions only
+        if self.k is not None:  # after the earlier positions
+            k, v = torch.cat([self.k, k], dim=2), torch.cat([self.v, v], dim=2)
+        self.k, self.v = k, v
+        return k, v
 
-    def moved(self, buffer: torch.Tensor, index: torch.Tensor, room: int) -> torch.Tensor:
-        """Rows ``index`` of the positions that ``buffer`` holds, in a new buffer with ``room`` positions."""
-        new = buffer.new_empty(index.numel(), buffer.size(1), room, buffer.size(3))
-        torch.index_select(buffer[:, :, : self.length], 0, index, out=new[:, :, : self.length])
-        return new
-
-    def select(self, index: torch.Tensor) -> None:
-        """Keep rows ``index`` of the batch (in that order): beam search reorders its hypotheses."""
-        if self.k is None:
-            return
-        if self.fixed:
-            self.k, self.v = self.k.index_select(0, index), self.v.index_select(0, index)
-        else:  # only the positions held are copied
-            self.k, self.v = (self.moved(t, index, t.size(2)) for t in (self.k, self.v))
+    def select(self, rows: torch.Tensor) -> None:
+        """Keep these rows of the batch, in this order."""
+        self.k, self.v = self.k[rows], self.v[rows]
 
 
-class DecoderCache(list):
-    """Empty (self-attention, encoder-decoder attention) caches for every decoder layer, and the
-    generator's product with its weights prepared once for all the steps (``output_product``)."""
-
-    def __init__(self, model):
-        super().__init__((KVCache(fixed=False), KVCache(fixed=True)) for _ in model.decoder.layers)
-        self.logits = output_product(model.generator.proj.weight.detach())
-
-
-def output_product(weight: torch.Tensor):
-    """x ↦ x Wᵀ, the generator's scores, with W (vocab, d_model) prepared once: on a CPU, packed into
-    the blocked layout of oneDNN's matrix kernel (the one torch.compile's CPU backend calls), else
-    transposed once."""
-    if (weight.device.type == "cpu" and weight.dtype == torch.float32 and torch.backends.mkldnn.is_available()
-            and hasattr(torch.ops.mkldnn, "_linear_pointwise")):
-        packed = torch.ops.mkldnn._reorder_linear_weight(weight, None)
-        return lambda x: torch.ops.mkldnn._linear_pointwise(x, packed, None, "none", [None], "")
-    transposed = weight.t().contiguous()  # (d_model, vocab)
-    return lambda x: x @ transposed
-
-
-def next_logits(model, memory, src_mask, ys, cache=None) -> torch.Tensor:
-    """The generator's scores before the softmax for the token that follows each prefix in ``ys``:
-    (batch, vocab).
-
-    ys: (batch, t) tokens so far, starting with <bos>. With ``cache`` (a DecoderCache, extended by every
-    call) only the last position is computed; without it, the whole prefix is.
-    """
-    if cache is None:
-        return model.generator.proj(model.decode(memory, src_mask, ys, subsequent_mask(ys.size(1), ys.device))[:, -1])
-    return cache.logits(model.decode(memory, src_mask, ys, None, cache)[:, -1])  # model.generator.proj's product
-
-
-def next_log_probs(model, memory, src_mask, ys, cache=None, banned=()) -> torch.Tensor:
-    """Log-probabilities of the token that follows each prefix in ``ys``: (batch, vocab); ``banned``
-    tokens get -inf."""
-    log_probs = F.log_softmax(next_logits(model, memory, src_mask, ys, cache), dim=-1)  # the generator's
-    if banned:
-        log_probs[:, list(banned)] = float("-inf")  # tokens that are never valid outputs
-    return log_probs
-
-
-def largest_divisor(n: int, least: int, most: int = 64) -> int | None:
-    """The largest divisor of ``n`` from ``most`` down to ``least`` (None if there is none): a block or
-    group size that splits a row of ``n`` scores evenly."""
-    return next((d for d in range(most, least - 1, -1) if n % d == 0), None)
-
-
-def first_max_index(scores: torch.Tensor) -> torch.Tensor:
-    """Where each row of ``scores`` (rows, n) has its largest value, the first of equal maxima: what
-    ``scores.max(dim=-1).indices`` returns. ``max`` keeps an index beside every comparison, a slow scalar
-    scan on a CPU, while ``amax`` compares with vector instructions; so ``amax`` finds each block's
-    largest, the index search runs over those block maxima, and then inside the block that holds the first
-    maximum. Blocks are the largest divisor of n from 64 down to 16 (``max`` itself if there is none)."""
-    rows, n = scores.shape
-    size = largest_divisor(n, 16)
-    if size is None:
-        return scores.max(dim=-1).indices
-    blocks = scores.view(rows, n // size, size)
-    first = blocks.amax(dim=-1).argmax(dim=-1)  # the first block whose largest is the row's largest
-    return first * size + blocks[torch.arange(rows, device=scores.device), first].argmax(dim=-1)
-
-
-# inference_mode: no gradients, as with no_grad, and the operators also skip the bookkeeping (version
-# counters, view tracking) that tensors would need to take part in a backward pass later.
+# inference_mode: no gradients, as with no_grad, and no bookkeeping for a backward pass.
 @torch.inference_mode()
-def greedy_decode(model, src, src_mask, max_len, bos: int, eos: int, pad: int,
-                  incremental: bool = True) -> torch.Tensor:
-    """Most probable next token at every step, for a batch; a row stops at <eos> or its ``max_len``.
+def greedy_decode(model, src, src_mask, max_len, bos, eos, pad, incremental=True):
+    """The most probable next token at every step, for a batch of sources.
 
-    max_len: one limit for all rows, or a (batch,) tensor of limits. Returns (batch, <= max_len) token
-    ids without <bos>; rows that ended early are padded. A row that has ended leaves the batch, so later
-    steps compute only the sentences still being written.
+    max_len: one limit for all rows, or a (batch,) tensor of limits. Returns (batch, steps)
+    token ids without <bos>; after its <eos> or its limit, a row holds only ``pad``.
     """
-    batch, device = src.size(0), src.device
-    limits = torch.as_tensor(max_len, device=device).expand(batch)
-    memory = model.encode(src, src_mask)  # computed once: (batch, src_len, d_model)
-    cache = DecoderCache(model) if incremental else None
-    ys = torch.full((batch, 1), bos, dtype=torch.long, device=device)  # the prefixes of the live rows
-    out = torch.full((batch, int(limits.max())), pad, dtype=torch.long, device=device)
-    alive = torch.arange(batch, device=device)  # which sentence each live row is
+    batch = src.size(0)
+    limits = torch.as_tensor(max_len, device=src.device).expand(batch)
+    memory = model.encode(src, src_mask)  # (batch, src_len, d_model), computed once
+    cache = None
+    if incremental:  # a (self-attention, encoder-decoder attention) pair per layer
+        cache = [(KVCache(), KVCache(fixed=True)) for _ in model.decoder.layers]
+    ys = torch.full((batch, 1), bos, dtype=torch.long, device=src.device)
+    done = torch.zeros(batch, dtype=torch.bool, device=src.device)
     for step in range(1, int(limits.max()) + 1):
-        # The softmax keeps the order of the scores: the largest logit is the most probable token.
-        logits = next_logits(model, memory, src_mask, ys, cache)
-        logits[:, [pad, bos]] = float("-inf")  # never valid outputs
-        next_token = first_max_index(logits)  # as argmax: the first of equal maxima
-        out[alive, step - 1] = next_token
-        ended = (next_token == eos) | (limits[alive] <= step)  # (live rows,)
-        if ended.all():
+        mask = None if incremental else subsequent_mask(ys.size(1), src.device)
+        states = model.decode(memory, src_mask, ys, mask, cache)
+        scores = model.generator.proj(states[:, -1])  # (batch, vocab), before the softmax
+        scores[:, [pad, bos]] = float("-inf")  # never valid outputs
+        token = scores.argmax(dim=-1).masked_fill(done, pad)  # argmax: the first maximum
+        ys = torch.cat([ys, token.unsqueeze(1)], dim=1)
+        done |= (token == eos) | (limits <= step)
+        if done.all():
             break
-        if ended.any():  # those rows leave the batch
-            keep = (~ended).nonzero().squeeze(1)
-            alive, ys, next_token = alive[keep], ys[keep], next_token[keep]
-            src_mask = None if src_mask is None else src_mask[keep]
-            if not incremental:  # with the cache, the encoder output was read at the first step
-                memory = memory[keep]
-            for own, cross in cache or ():
-                own.select(keep)
-                cross.select(keep)
-        ys = torch.cat([ys, next_token.unsqueeze(1)], dim=1)
-    return out[:, :step]
+    return ys[:, 1:]
 
 
 def strip_special(tokens: torch.Tensor, eos: int, pad: int) -> list[list[int]]:
@@ -178,138 +84,93 @@ def length_penalty(length: int, alpha: float) -> float:
 
 @dataclass
 class Hypothesis:
-    tokens: list[int]  # output tokens, ending with <eos> unless the length limit was reached first
-    log_prob: float  # log P(tokens | source): the sum of the model's log-probabilities of every token
-    score: float  # log_prob / length_penalty(len(tokens), alpha): what beam search ranks by
+    tokens: list[int]  # output tokens, ending with <eos> unless the length limit came first
+    log_prob: float  # log P(tokens | source): the sum of the model's log-probabilities
+    score: float  # log_prob / length_penalty(len(tokens), alpha): what the search ranks by
 
 
-def must_go_on(done_scores: list[float], best_alive: float, limit: int, k: int, n_best: int, alpha: float) -> bool:
-    """Whether a sentence's search continues: it has fewer than ``k`` finished hypotheses, and an unfinished
-    one could still beat its ``n_best``-th best finished one. Log-probabilities only fall as tokens are
-    added, and the length penalty grows at most to lp(limit), so ``best_alive / lp(limit)`` bounds them."""
-    done = sorted(done_scores, reverse=True)
-    if len(done) >= k:
-        return False
-    return len(done) < n_best or done[n_best - 1] < best_alive / length_penalty(limit, alpha)
+def search_is_over(finished, alive, limit, k, n_best, alpha) -> bool:
+    """Whether a sentence has ``k`` finished hypotheses, or none of its unfinished ones (their
+    log-probabilities: ``alive``) can still beat its ``n_best``-th best finished one."""
+    scores = sorted((h.score for h in finished), reverse=True)
+    if len(scores) >= k:
+        return True
+    bound = float(alive.max()) / length_penalty(limit, alpha)  # the most one can score
+    return len(scores) >= n_best and scores[n_best - 1] >= bound
 
 
-def best_extensions(beam_log_probs, log_probs, k: int, eos: int):
-    """The 2k best one-token extensions of each sentence's k hypotheses, best first: (log-probabilities,
-    beam, token), and which of the k that continue (the best that do not end in <eos>) as an index."""
-    vocab = log_probs.size(-1)
-    # log_probs: (n * k, vocab), or (n, vocab) at a first step where every sentence's k hypotheses are <bos>
-    top_log_probs, top_index = best_candidates(beam_log_probs, log_probs, min(2 * k, k * vocab))  # (n, 2k)
-    top_token = top_index % vocab
-    # At most k of the 2k are <eos> (one per beam), so at least k others remain to continue.
-    order = (torch.arange(top_index.size(1), device=log_probs.device) + (top_token == eos) * (2 * k)).argsort(dim=1)
-    return top_log_probs, top_index // vocab, top_token, order[:, :k]
+def next_log_probs(model, memory, src_mask, ys, cache, allowed=None, k=1):
+    """Log-probabilities of each row's next token, (rows, vocab): -inf for the tokens that are
+    never valid, and for those that ``allowed(sentence, output so far)`` does not list;
+    rows i * k to i * k + k - 1 belong to sentence i."""
+    log_probs = model.generator(model.decode(memory, src_mask, ys, None, cache)[:, -1])
+    log_probs[:, [data.PAD, data.BOS]] = float("-inf")
+    if allowed is not None:
+        mask = torch.full_like(log_probs, float("-inf"))
+        for row, output in enumerate(ys[:, 1:].tolist()):
+            mask[row, allowed(row // k, output)] = 0.0
+        log_probs = log_probs + mask
+    return log_probs
 
 
-def best_candidates(beam_log_probs, log_probs, count: int):
-    """The ``count`` largest of the candidates ``beam_log_probs[i, b] + log_probs[i * held + b, v]`` of each
-    sentence i (``held``: 1 or k rows per sentence), and their index b * vocab + v: what ``topk`` over the
-    (n, k * vocab) candidates returns, without writing them all. The vocabulary is dealt into interleaved
-    groups; only the ``count`` groups with the largest maxima can hold the ``count`` best candidates."""
-    (n, k), (rows, vocab) = beam_log_probs.shape, log_probs.shape
-    groups = candidate_groups(vocab, count)
-    if groups is None:  # a beam too wide for the vocabulary: the groups would not narrow the search
-        candidates = beam_log_probs.unsqueeze(-1) + log_probs.view(n, -1, vocab)  # (n, k, vocab)
-        return candidates.view(n, k * vocab).topk(count, dim=1)
-    held, size = rows // n, vocab // groups  # size: tokens per group
-    maxima = log_probs.view(rows, size, groups).amax(dim=1).view(n, held, groups)  # token v is in group v % groups
-    group = (beam_log_probs.unsqueeze(-1) + maxima).view(n, k * groups).topk(count, dim=1).indices  # (n, count)
-    beam, first = group // groups, group % groups  # beam b of sentence i; its group's first token
-    tokens = first.unsqueeze(-1) + groups * torch.arange(size, device=log_probs.device)  # (n, count, size)
-    row = torch.arange(n, device=log_probs.device).unsqueeze(1) * held + beam.clamp(max=held - 1)  # (n, count)
-    values = beam_log_probs.gather(1, beam).unsqueeze(-1) + log_probs[row.unsqueeze(-1), tokens]
-    top_values, top = values.view(n, -1).topk(count, dim=1)
-    return top_values, (beam.unsqueeze(-1) * vocab + tokens).view(n, -1).gather(1, top)
-
-
-def candidate_groups(vocab: int, count: int) -> int | None:
-    """How many groups ``best_candidates`` deals ``vocab`` tokens into to find ``count`` candidates: the
-    largest divisor of ``vocab`` that is at most 64 and at least 4 × ``count`` (None if there is none)."""
-    return largest_divisor(vocab, 4 * count)
-
-
-def drop_rows(block: torch.Tensor, k: int, *tensors):
-    """The rows of the sentences ``block`` (k consecutive rows per sentence), of each tensor."""
-    rows = (block.unsqueeze(1) * k + torch.arange(k, device=block.device)).view(-1)
-    return [t[rows] for t in tensors]
-
-
-def restricted(log_probs: torch.Tensor, allowed, active: list[int], outputs: torch.Tensor, per: int) -> torch.Tensor:
-    """``log_probs`` with -inf for every token that ``allowed(sentence, tokens)`` does not list for a row:
-    ``sentence`` is the row's sentence number in the batch (``per`` consecutive rows each), ``tokens`` its
-    output so far (unchanged without ``allowed``)."""
-    if allowed is None:
-        return log_probs
-    mask = torch.full_like(log_probs, float("-inf"))
-    for row, prefix in enumerate(outputs.tolist()):
-        mask[row, allowed(active[row // per], prefix)] = 0.0
-    return log_probs + mask
+def best_extensions(beam_log_probs, log_probs, eos):
+    """The 2k best one-token extensions of each sentence's k hypotheses, best first: their
+    log-probabilities, hypotheses and tokens (batch, 2k), and which k of them go on."""
+    (batch, k), vocab = beam_log_probs.shape, log_probs.size(-1)
+    candidates = beam_log_probs.unsqueeze(-1) + log_probs.view(batch, k, vocab)
+    top, index = candidates.view(batch, k * vocab).topk(2 * k, dim=1)
+    token = index % vocab
+    # The k best that do not end go on: a stable sort puts those ending in <eos> last.
+    go_on = (token == eos).int().argsort(dim=1, stable=True)[:, :k]
+    return top, index // vocab, token, go_on
 
 
 @torch.inference_mode()
-def beam_search(model, src, src_mask, max_len, settings: DecodeConfig = PAPER_DECODING, n_best: int = 1,
-                eos: int = data.EOS, incremental: bool = True, allowed=None) -> list[list[Hypothesis]]:
-    """Batched beam search with the GNMT length penalty; the ``n_best`` best hypotheses of each sentence,
-    with the beam size and α of ``settings``.
-
-    max_len: one limit for all sentences or a (batch,) tensor (the paper: source length + 50). A sentence
-    stops when it has ``beam_size`` finished hypotheses, when no unfinished one can still beat its
-    ``n_best``-th best finished one, or at its length limit. ``allowed``, if given, restricts the tokens
-    as ``restricted`` says (``eos`` must be listed for a hypothesis to end).
-    """
-    batch, k, alpha, device = src.size(0), settings.beam_size, settings.alpha, src.device
+def beam_search(model, src, src_mask, max_len, settings=PAPER_DECODING, n_best=1, allowed=None):
+    """The ``n_best`` best hypotheses of each sentence of a batch, by beam search with the
+    beam size k and length penalty α of ``settings``; ``allowed`` as ``next_log_probs`` says.
+    max_len: one limit for all sentences or a (batch,) tensor (§6.1: source length + 50)."""
+    batch, k, alpha, device = len(src), settings.beam_size, settings.alpha, src.device
     if not 1 <= n_best <= k:
-        raise ValueError(f"need 1 <= n_best <= beam size; got n_best {n_best} with beam size {k}")
-    limits = torch.as_tensor(max_len, device=device).expand(batch).tolist()
-    memory = model.encode(src, src_mask)  # (batch, src_len, d_model)
-    copies = 1 if incremental else k  # the cache keeps the encoder's keys and values once for k hypotheses
-    memory, src_mask = memory.repeat_interleave(copies, dim=0), src_mask.repeat_interleave(copies, dim=0)
-    cache = DecoderCache(model) if incremental else None
-    # With the cache, the first step computes one row per sentence: its k hypotheses are all <bos> alike.
-    ys = torch.full((batch * copies, 1), data.BOS, dtype=torch.long, device=device)
+        raise ValueError(f"need 1 <= n_best <= beam size; got {n_best} and {k}")
+    limits = torch.as_tensor(max_len).expand(batch).tolist()
+    memory = model.encode(src, src_mask).repeat_interleave(k, dim=0)  # row i * k + j
+    src_mask = src_mask.repeat_interleave(k, dim=0)
+    cache = [(KVCache(), KVCache(fixed=True)) for _ in model.decoder.layers]
+    ys = torch.full((batch * k, 1), data.BOS, dtype=torch.long, device=device)
     beam_log_probs = torch.full((batch, k), float("-inf"), device=device)
-    beam_log_probs[:, 0] = 0.0  # one live hypothesis per sentence at the start: <bos>
-    active = list(range(batch))  # the sentences still being decoded, in row-block order
-    finished: list[list[Hypothesis]] = [[] for _ in range(batch)]
+    beam_log_probs[:, 0] = 0.0  # one start token per sentence
+    first_rows = k * torch.arange(batch, device=device).unsqueeze(1)  # (batch, 1)
+    finished = [[] for _ in range(batch)]
+    searching = set(range(batch))
 
-    def finish(sentence: int, tokens: list[int], log_prob: float):
-        if log_prob > float("-inf"):
+    def finish(i, tokens, log_prob):
+        log_prob = float(log_prob)
+        if i in searching and log_prob > float("-inf"):
             score = log_prob / length_penalty(len(tokens), alpha)
-            finished[sentence].append(Hypothesis(tokens, log_prob, score))
+            finished[i].append(Hypothesis(tokens, log_prob, score))
 
-    step = 0
-    while active:
-        step, n, held = step + 1, len(active), ys.size(0) // len(active)  # held: rows per sentence, 1 or k
-        log_probs = next_log_probs(model, memory, src_mask, ys, cache, banned=(data.PAD, data.BOS))
-        log_probs = restricted(log_probs, allowed, active, ys[:, 1:], held)  # (n * held, vocab)
-        top_log_probs, top_beam, top_token, order = best_extensions(beam_log_probs, log_probs, k, eos)
-        # An <eos> among the k best candidates ends a hypothesis; the k best others continue.
-        for i, j in ((top_token[:, :k] == eos) & (top_log_probs[:, :k] > float("-inf"))).nonzero().tolist():
-            row = i * held + top_beam[i, j].item()
-            finish(active[i], ys[row, 1:].tolist() + [eos], top_log_probs[i, j].item())
-        beam_log_probs = top_log_probs.gather(1, order)  # (n, k)
-        beam = top_beam.gather(1, order).clamp(max=held - 1)  # at the start, any beam is a copy of the first
-        rows = (torch.arange(n, device=device).unsqueeze(1) * held + beam).view(-1)
-        ys = torch.cat([ys[rows], top_token.gather(1, order).view(-1, 1)], dim=1)  # (n * k, step + 1)
-        keep, best_alive = [], beam_log_probs.max(dim=1).values.tolist()
-        for i, sentence in enumerate(active):
-            if step >= limits[sentence]:  # length limit: the unfinished hypotheses end here
-                for j in range(k):
-                    finish(sentence, ys[i * k + j, 1:].tolist(), beam_log_probs[i, j].item())
-            elif must_go_on([h.score for h in finished[sentence]], best_alive[i], limits[sentence], k, n_best, alpha):
-                keep.append(i)
-        if len(keep) < n:  # drop finished sentences from the batch
-            active, block = [active[i] for i in keep], torch.tensor(keep, dtype=torch.long, device=device)
-            beam_log_probs, (ys, rows) = beam_log_probs[block], drop_rows(block, k, ys, rows)
-            memory, src_mask = drop_rows(block, copies, memory, src_mask)
-            for _, cross in cache or ():
-                cross.select(block)
-        for own, _ in cache or ():
+    for step in range(1, max(limits) + 1):
+        log_probs = next_log_probs(model, memory, src_mask, ys, cache, allowed, k)
+        top, beam, token, go_on = best_extensions(beam_log_probs, log_probs, data.EOS)
+        for i, j in (token[:, :k] == data.EOS).nonzero().tolist():  # among the k best
+            finish(i, ys[i * k + beam[i, j], 1:].tolist() + [data.EOS], top[i, j])
+        beam_log_probs = top.gather(1, go_on)
+        rows = (first_rows + beam.gather(1, go_on)).view(-1)  # the rows that go on
+        ys = torch.cat([ys[rows], token.gather(1, go_on).view(-1, 1)], dim=1)
+        # Only the self-attention caches move: the encoder's keys repeat k times alike.
+        for own, _ in cache:
             own.select(rows)
+        for i in sorted(searching):
+            alive = beam_log_probs[i]
+            if step >= limits[i]:  # the unfinished hypotheses end here
+                for j in range(k):
+                    finish(i, ys[i * k + j, 1:].tolist(), alive[j])
+                searching.remove(i)
+            elif search_is_over(finished[i], alive, limits[i], k, n_best, alpha):
+                searching.remove(i)
+        if not searching:
+            break
     return [sorted(hyps, key=lambda h: -h.score)[:n_best] for hyps in finished]
 
 

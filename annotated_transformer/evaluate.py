@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 from annotated_transformer import data
-from annotated_transformer.checkpoints import append_line, trim_torn_line, write_atomically
 from annotated_transformer.cli import add_model_arguments, command, command_parser, decoding_from_args, model_from_args
+from annotated_transformer.files import append_line, trim_torn_line, write_atomically
 from annotated_transformer.scoring import TEST_SET_ALIASES, TEST_SETS, evaluate, format_scores
 
 

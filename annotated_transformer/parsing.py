@@ -14,13 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from annotated_transformer import data, trainer
-from annotated_transformer.checkpoints import (
-    available_average,
-    average_checkpoints,
-    read_json,
-    run_weights,
-    write_atomically,
-)
+from annotated_transformer.checkpoints import available_average, average_checkpoints, read_json, run_weights
 from annotated_transformer.cli import (
     INTERRUPTED,
     add_decoding_options,
@@ -33,6 +27,7 @@ from annotated_transformer.cli import (
 )
 from annotated_transformer.config import PARSING_MODEL, PARSING_RUN, DecodeConfig
 from annotated_transformer.decoding import translate_sentences
+from annotated_transformer.files import write_atomically
 from annotated_transformer.scale import at_scale
 
 TREEBANK_URL = "https://raw.githubusercontent.com/nltk/nltk_data/gh-pages/packages/corpora/treebank.zip"

@@ -3,7 +3,6 @@
 
 import contextlib
 import json
-import math
 import platform
 import time
 from pathlib import Path
@@ -12,12 +11,12 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from annotated_transformer import data
-from annotated_transformer.config import DecodeConfig
-from annotated_transformer.data import PAD
-from annotated_transformer.decoding import beam_search, greedy_decode
+from annotated_transformer.decoding import greedy_decode
+from annotated_transformer.flops import batch_lengths, training_flops
 from annotated_transformer.model import make_model
 from annotated_transformer.optimization import label_smoothed_loss, make_optimizer
 from annotated_transformer.reference import TorchTransformer
+from annotated_transformer.speed import compiled
 
 
 # --- from book/13_real_world_example.md ---
@@ -47,92 +46,21 @@ def fastest_seconds(run, repeat: int = 3) -> float:
     return min(times)
 
 
-def time_decoding(model, batch: int, beam: int, length: int, src_len: int, incremental: bool,
-                  repeat: int = 3, seed: int = 0) -> float:
-    """Best of ``repeat`` wall-clock times (seconds) to decode ``length`` tokens for ``batch`` sentences."""
+def time_decoding(model, batch, length, src_len, incremental, repeat=3, seed=0) -> float:
+    """Best of ``repeat`` wall-clock times (seconds) to decode ``length`` tokens greedily for
+    ``batch`` random sources of ``src_len`` tokens, with the cache or without."""
     generator = torch.Generator().manual_seed(seed)
-    src = torch.randint(4, model.generator.proj.out_features, (batch, src_len), generator=generator)
+    vocab = model.generator.proj.out_features
+    src = torch.randint(4, vocab, (batch, src_len), generator=generator)
     src_mask = (src != data.PAD).unsqueeze(-2)
-    if beam == 1:
-        return fastest_seconds(lambda: greedy_decode(model, src, src_mask, length, data.BOS, NEVER, data.PAD,
-                                                     incremental), repeat)
-    settings = DecodeConfig(beam_size=beam)
-    return fastest_seconds(lambda: beam_search(model, src, src_mask, length, settings, eos=NEVER,
-                                               incremental=incremental), repeat)
-
-
-def forward_flops(c, src_tokens: float, tgt_tokens: float, src_pairs: float, tgt_pairs: float,
-                  cross_pairs: float) -> float:
-    """FLOPs (a multiply-add counts two) of one forward pass of the model ``c`` over some sentences.
-
-    src_tokens, tgt_tokens: their real (non-padding) positions; src_pairs, tgt_pairs, cross_pairs: the sums
-    over sentences of n_src², n_tgt² and n_src·n_tgt, the query-key pairs of the three kinds of attention.
-    Masked self-attention is counted over all pairs, as the matrix product computes them."""
-    d, f, (d_k, d_v), h = c.d_model, c.d_ff, c.head_dims, c.n_heads
-    projections = 2 * d * h * (2 * d_k + d_v) + 2 * h * d_v * d  # per token: Q, K, V and W^O (8d² when d_k = d/h)
-    scores = 2 * h * (d_k + d_v)  # per query-key pair: a row of Q Kᵀ and of the weighted sum of values
-    ffn = 4 * d * f  # per token: the two layers of eq. 2
-    encoder = (projections + ffn) * src_tokens + scores * src_pairs
-    decoder = ((projections + ffn) * tgt_tokens + scores * tgt_pairs
-               + 2 * h * (d * d_k + d_v * d) * tgt_tokens  # encoder-decoder attention: queries and W^O,
-               + 2 * d * h * (d_k + d_v) * src_tokens + scores * cross_pairs)  # keys and values of the memory
-    return c.n_layers * (encoder + decoder) + 2 * d * c.vocab_size * tgt_tokens  # and the generator
-
-
-def training_flops(c, src_lengths, tgt_lengths) -> float:
-    """FLOPs of training on sentences of these lengths: the forward pass, and a backward pass that costs
-    twice as much (every matrix product has a gradient for its input and one for its weights)."""
-    pairs = zip(src_lengths, tgt_lengths)
-    return 3 * forward_flops(c, sum(src_lengths), sum(tgt_lengths), sum(n * n for n in src_lengths),
-                             sum(m * m for m in tgt_lengths), sum(n * m for n, m in pairs))
-
-
-def sustained_cpu_flops(size: int = 1024, seconds: float = 1.0) -> float:
-    """Single-precision FLOPS of this machine on large matrix products (the paper's 'sustained TFLOPS')."""
-    a, b = torch.randn(size, size), torch.randn(size, size)
-    count, start = 0, time.perf_counter()
-    while time.perf_counter() - start < seconds:
-        a @ b
-        count += 1
-    return 2 * size**3 * count / (time.perf_counter() - start)
+    pad, bos = data.PAD, data.BOS
+    return fastest_seconds(
+        lambda: greedy_decode(model, src, src_mask, length, bos, NEVER, pad, incremental),
+        repeat,
+    )
 
 
 # --- from book/16_performance.md ---
-# Dense matrix-product peaks from the vendors' data sheets, FLOP/s without sparsity: (bf16, fp32). PyTorch
-# multiplies float32 matrices in full precision on GPUs (not TF32) unless told otherwise.
-GPU_PEAKS = {"H200": (989e12, 67e12), "H100": (989e12, 67e12), "A100": (312e12, 19.5e12),
-             "L40S": (362e12, 91.6e12), "V100": (125e12, 15.7e12), "P100": (18.7e12, 9.3e12)}
-
-
-def peak_flops(device: str, bf16: bool, seconds: float = 1.0) -> float | None:
-    """Peak FLOP/s of ``device`` for matrix products: the data sheet's for known GPUs (None for others),
-    and for a CPU what ``seconds`` of large float32 products measure."""
-    if device.startswith("cuda"):
-        name = torch.cuda.get_device_name(device)
-        return next(((half if bf16 else single) for key, (half, single) in GPU_PEAKS.items() if key in name), None)
-    return sustained_cpu_flops(seconds=seconds)
-
-
-def planned_cost(flops: float, rate: float | None, device: str) -> str:
-    """What the updates still to make cost: their FLOPs, and the least time they take at ``rate`` (a CPU's
-    measured matrix speed, a GPU's data-sheet peak), of which training reaches the share shown as MFU."""
-    if not flops:
-        return "to train: nothing"
-    line = f"to train: {flops:.2g} FLOP"
-    if rate:
-        where = "this CPU's measured matrix speed" if device == "cpu" else "this GPU's data-sheet peak"
-        line += (f", at least {flops / rate / 60:,.1f} minutes at {where}, {rate / 1e9:,.0f} GFLOP/s (training "
-                 "reaches the share of it that each metric line gives as MFU)")
-    return line
-
-
-def batch_lengths(batches) -> tuple[list[int], list[int]]:
-    """Real (non-padding) source and target lengths of every sentence of some Batches."""
-    src = [n for b in batches for n in b.src_mask.sum(dim=(1, 2)).tolist()]
-    tgt = [n for b in batches for n in (b.tgt_out != PAD).sum(dim=1).tolist()]
-    return src, tgt
-
-
 PATHS = {  # name: what it is
     "teaching": "the book's code as written: float32, the explicit eq. 1, PyTorch's default Adam",
     "fast": "the same model: fused attention kernel, fused Adam, bf16 autocast on GPUs",
@@ -155,17 +83,6 @@ def peak_memory_gib(device: str) -> float | None:
     status = Path("/proc/self/status")
     lines = status.read_text().splitlines() if status.exists() else []
     return next((int(line.split()[1]) / 2**20 for line in lines if line.startswith("VmHWM:")), None)
-
-
-def compiled(model, shapes: int = 0, backend="inductor"):
-    """``torch.compile(model)``: specialized to each of ``shapes`` fixed batch shapes (static kernels, one
-    compilation per shape), or with 0 once for every shape (kernels generic in the sizes)."""
-    if not shapes:
-        return torch.compile(model, dynamic=True, backend=backend)
-    dynamo = torch._dynamo.config  # room for every shape, or PyTorch falls back to eager after 8
-    name = "recompile_limit" if hasattr(dynamo, "recompile_limit") else "cache_size_limit"
-    setattr(dynamo, name, max(getattr(dynamo, name), shapes + 8))
-    return torch.compile(model, dynamic=False, backend=backend)
 
 
 def time_training(path: str, config, batches: list, device: str, warmup: int, bf16: bool = True,
@@ -254,16 +171,9 @@ def describe(device: str) -> dict:
     return about
 
 
-def packed_product_flops(x_shape, weight_shape, *args, out_shape=None, **kwargs) -> int:
-    """FLOPs of oneDNN's product with a packed weight (``output_product``): 2 per multiply-add, as PyTorch's
-    counter counts ``mm``. x: (..., d_in); the weight keeps its (d_out, d_in) shape when packed."""
-    return 2 * math.prod(x_shape[:-1]) * weight_shape[0] * x_shape[-1]
-
-
 def matrix_flops(run) -> int:
-    """FLOPs of the matrix products that ``run()`` computes, as PyTorch's FlopCounterMode counts them
-    (mm, addmm, bmm, the fused attention kernels), with oneDNN's packed-weight product added."""
-    packed = getattr(torch.ops.mkldnn, "_linear_pointwise", None)
-    with FlopCounterMode(display=False, custom_mapping={packed: packed_product_flops} if packed else {}) as counter:
+    """FLOPs of the matrix products that ``run()`` computes, as PyTorch's FlopCounterMode
+    counts them (mm, addmm, bmm, the fused attention kernels)."""
+    with FlopCounterMode(display=False) as counter:
         run()
     return counter.get_total_flops()

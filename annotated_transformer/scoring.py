@@ -9,15 +9,10 @@ import time
 from pathlib import Path
 
 from annotated_transformer import data
-from annotated_transformer.checkpoints import (
-    available_average,
-    average_checkpoints,
-    run_weights,
-    step_of,
-    write_atomically,
-)
+from annotated_transformer.checkpoints import available_average, average_checkpoints, run_weights, step_of
 from annotated_transformer.config import PAPER_DECODING, DecodeConfig
 from annotated_transformer.decoding import translate_sentences
+from annotated_transformer.files import write_atomically
 
 
 # --- from book/12_training_loop.md ---

@@ -14,11 +14,10 @@ import torch
 import torch.distributed as dist
 from tqdm import tqdm
 
-from annotated_transformer import data
+from annotated_transformer import data, speed
 from annotated_transformer.checkpoints import (
     CONFIG_REMEDY,
     RunLock,
-    append_line,
     check_same_data,
     check_same_run,
     checkpoints,
@@ -28,14 +27,13 @@ from annotated_transformer.checkpoints import (
     remove_leftovers,
     run_vocabulary,
     save_checkpoint,
-    trim_torn_line,
-    write_atomically,
 )
 from annotated_transformer.config import RunConfig, TransformerConfig
 from annotated_transformer.diagnostics import source_alignment
+from annotated_transformer.files import append_line, trim_torn_line, write_atomically
+from annotated_transformer.flops import batch_lengths, peak_flops, planned_cost, training_flops
 from annotated_transformer.model import count_parameters, make_model
 from annotated_transformer.optimization import accumulate_gradients, label_smoothed_loss, make_optimizer, update_batches
-from annotated_transformer.performance import batch_lengths, compiled, peak_flops, planned_cost, training_flops
 
 
 def resolve_device(name: str) -> str:
@@ -121,7 +119,7 @@ def prepare_data(run: RunConfig, vocab_size: int, vocab_path: Path, splits: tupl
     sp = spm.SentencePieceProcessor(**({"model_proto": trained} if trained else {"model_file": str(vocab_path)}))
     if sp.get_piece_size() != vocab_size:
         raise data.DataError(f"the vocabulary has {sp.get_piece_size()} entries, the model expects {vocab_size}")
-    train, report = (data.cached_pairs(vocab_path, sp, train_pairs, run.max_sentence_tokens) if cache
+    train, report = (speed.cached_pairs(vocab_path, sp, train_pairs, run.max_sentence_tokens) if cache
                      else data.encode_pairs(sp, train_pairs, run.max_sentence_tokens))
     say(f"train: {report}")
     valid, report = data.encode_pairs(sp, valid_pairs, run.max_sentence_tokens)
@@ -171,7 +169,7 @@ class UpdateStream:
         if self.budget < 1:
             raise ValueError(f"--batch-tokens {run.batch_tokens} cannot be split into {self.parts} parts")
         self.lengths = data.pair_lengths(pairs)  # tokens and <eos>: what the batches count
-        self.batches = data.batching(*self.lengths, self.budget, run.buckets, seed=run.seed)
+        self.batches = speed.batching(*self.lengths, self.budget, run.buckets, seed=run.seed)
         self.epoch, self.plan = -1, []
 
     def plan_epoch(self, epoch: int) -> None:
@@ -266,7 +264,7 @@ def start(model_config: TransformerConfig, run: RunConfig) -> Session:
     ddp = torch.nn.parallel.DistributedDataParallel(model) if world > 1 else model
     loss_function = label_smoothed_loss
     if run.compile:  # the weights stay those of `model`, which checkpoints save
-        ddp = compiled(ddp, run.buckets)
+        ddp = speed.compiled(ddp, run.buckets)
         loss_function = torch.compile(label_smoothed_loss, dynamic=not run.buckets)
     autocast = (lambda: torch.autocast("cuda", dtype=torch.bfloat16)) if on_gpu and run.bf16 else None
     peak = peak_flops(device, on_gpu and run.bf16, seconds=0.3)  # for the FLOPs utilisation in the metrics

@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 
 from annotated_transformer import data
-from annotated_transformer.checkpoints import write_atomically
 from annotated_transformer.cli import (
     add_model_arguments,
     check_writable,
@@ -18,6 +17,7 @@ from annotated_transformer.cli import (
     split_lines,
 )
 from annotated_transformer.decoding import translate_sentences
+from annotated_transformer.files import write_atomically
 
 
 def translate_lines(args, model, sp, device, lines: list[str]) -> list[str]:

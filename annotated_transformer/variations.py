@@ -12,9 +12,9 @@ from pathlib import Path
 from tqdm import tqdm
 
 from annotated_transformer import trainer
-from annotated_transformer.checkpoints import append_line, trim_torn_line
 from annotated_transformer.cli import INTERRUPTED, add_progress_option, command, command_parser
 from annotated_transformer.config import BIG_CHANGES, PRESETS, TABLE3_ROWS, TABLE3_SIZES, RunConfig, TransformerConfig
+from annotated_transformer.files import append_line, trim_torn_line
 from annotated_transformer.model import count_parameters, make_model
 from annotated_transformer.scale import at_scale
 from annotated_transformer.scoring import translate_and_score

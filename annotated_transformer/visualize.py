@@ -22,7 +22,6 @@ from tqdm import tqdm
 
 from annotated_transformer import data
 from annotated_transformer.attention import MultiHeadedAttention
-from annotated_transformer.checkpoints import write_atomically
 from annotated_transformer.cli import (
     add_model_arguments,
     check_writable,
@@ -34,6 +33,7 @@ from annotated_transformer.cli import (
 )
 from annotated_transformer.config import PAPER_DECODING, DecodeConfig
 from annotated_transformer.decoding import translate_sentences
+from annotated_transformer.files import write_atomically
 from annotated_transformer.layers import subsequent_mask
 
 KINDS = {"encoder": "encoder self-attention", "decoder": "decoder self-attention (masked)",

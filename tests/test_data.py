@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
-from annotated_transformer import data
+from annotated_transformer import data, speed
 from annotated_transformer.data import DataError, TokenBatches, load_pairs
 
 
@@ -173,12 +173,12 @@ def test_the_token_cache_holds_what_encode_pairs_keeps_and_gathers_the_same_batc
     sp = data.train_shared_vocab(pairs, 60, tmp_path / "vocab")
     kept, _ = data.encode_pairs(sp, pairs, max_tokens=40)
     chunks = [pairs[k : k + 128] for k in range(0, len(pairs), 128)]
-    cache = data.token_cache(tmp_path / "cache", sp, chunks, max_tokens=40)
+    cache = speed.token_cache(tmp_path / "cache", sp, chunks, max_tokens=40)
     assert len(cache) == len(kept) and [cache[i] for i in range(len(cache))] == kept
     assert cache.meta == {"dtype": "uint16", "pairs": 502, "kept": len(kept), "empty": 1, "too_long": 1}
     lengths = data.pair_lengths(cache)
     assert lengths == ([len(s) + 1 for s, _ in kept], [len(t) + 1 for _, t in kept])
-    for batches in (TokenBatches(*lengths, 200, seed=1), data.ShapedBatches(*lengths, 200, buckets=3, seed=1)):
+    for batches in (TokenBatches(*lengths, 200, seed=1), speed.ShapedBatches(*lengths, 200, buckets=3, seed=1)):
         for indices in batches.epoch(0):  # gathered from the map: the tensors collated from the lists
             got, want = batches.collate(cache, indices), batches.collate(kept, indices)
             for name in ("src", "tgt_in", "tgt_out", "src_mask", "tgt_mask"):
@@ -190,17 +190,17 @@ def test_the_token_cache_is_built_once_and_later_calls_map_it(synthetic_pairs, t
     pairs = synthetic_pairs(200, seed=5)
     sp = data.train_shared_vocab(pairs, 60, tmp_path / "vocab")
     folder = tmp_path / "cache"
-    first = data.token_cache(folder, sp, [pairs])
+    first = speed.token_cache(folder, sp, [pairs])
     stamp = (folder / "src.ids").stat().st_mtime_ns
 
     def must_not_encode():
         raise AssertionError("the corpus was encoded a second time")
         yield
 
-    second = data.token_cache(folder, sp, must_not_encode())  # finds the finished cache and maps it
+    second = speed.token_cache(folder, sp, must_not_encode())  # finds the finished cache and maps it
     assert (folder / "src.ids").stat().st_mtime_ns == stamp and second[7] == first[7]
     with pytest.raises(DataError, match="no pair is left"):
-        data.token_cache(tmp_path / "none", sp, [[("", "")]])
+        speed.token_cache(tmp_path / "none", sp, [[("", "")]])
     assert not (tmp_path / "none" / "meta.json").exists()  # a failed build leaves no cache that looks finished
 
 
@@ -213,7 +213,7 @@ def _build_cache_in_a_process(folder: str, vocab: str, pairs: list, marks: str) 
         time.sleep(0.5)  # long enough for the other process to arrive while this one holds the lock
         yield pairs
 
-    cache = data.token_cache(Path(folder), spm.SentencePieceProcessor(model_file=vocab), chunks())
+    cache = speed.token_cache(Path(folder), spm.SentencePieceProcessor(model_file=vocab), chunks())
     assert len(cache) == len(pairs)
 
 

@@ -8,13 +8,7 @@ import torch
 
 from annotated_transformer.config import DecodeConfig, TransformerConfig
 from annotated_transformer.data import BOS, EOS, PAD
-from annotated_transformer.decoding import (
-    beam_search,
-    greedy_decode,
-    length_penalty,
-    next_log_probs,
-    strip_special,
-)
+from annotated_transformer.decoding import KVCache, beam_search, greedy_decode, length_penalty, strip_special
 from annotated_transformer.layers import subsequent_mask
 from annotated_transformer.model import make_model
 
@@ -118,39 +112,18 @@ def test_cached_decoding_equals_full_recomputation(norm_first):
     model = _model(vocab=16, seed=2, norm_first=norm_first, eos_bias=1.5)
     src, src_mask = _sources(16, [7, 3, 5], seed=6)
     limits = src_mask.sum(dim=(1, 2)) + 8
-    for beam_size in (1, 3):
-        settings = DecodeConfig(beam_size=beam_size, alpha=0.6)
-        cached = beam_search(model, src, src_mask, limits, settings, n_best=beam_size)
-        full = beam_search(model, src, src_mask, limits, settings, n_best=beam_size,
-                           incremental=False)
-        assert [[h.tokens for h in s] for s in cached] == [[h.tokens for h in s] for s in full]
-        assert [h.score for s in cached for h in s] == pytest.approx([h.score for s in full for h in s], abs=1e-5)
     cached = greedy_decode(model, src, src_mask, limits, BOS, EOS, PAD)
     assert torch.equal(cached, greedy_decode(model, src, src_mask, limits, BOS, EOS, PAD, incremental=False))
     # Step by step, the two ways of computing the next distribution agree to float rounding.
-    from annotated_transformer.decoding import DecoderCache
-
-    memory, cache = model.encode(src, src_mask), DecoderCache(model)
+    memory = model.encode(src, src_mask)
+    cache = [(KVCache(), KVCache(fixed=True)) for _ in model.decoder.layers]
     ys = torch.full((3, 1), BOS)
     for _ in range(6):
         with torch.no_grad():
-            step = next_log_probs(model, memory, src_mask, ys, cache)
-            whole = next_log_probs(model, memory, src_mask, ys)
+            step = model.generator(model.decode(memory, src_mask, ys, None, cache)[:, -1])
+            whole = model.generator(model.decode(memory, src_mask, ys, subsequent_mask(ys.size(1)))[:, -1])
         assert torch.allclose(step, whole, atol=1e-5)
         ys = torch.cat([ys, step.argmax(-1, keepdim=True)], dim=1)
-
-
-def test_the_first_beam_step_computes_one_row_per_sentence_and_later_steps_k():
-    model = _model(vocab=16, seed=2, eos_bias=1.5)
-    src, src_mask = _sources(16, [7, 3, 5], seed=6)
-    rows = []
-    hook = model.decoder.register_forward_hook(lambda module, args, out: rows.append(out.size(0)))
-    try:
-        beam_search(model, src, src_mask, 6, DecodeConfig(beam_size=3))
-    finally:
-        hook.remove()
-    assert rows[:2] == [3, 9]
-    assert all(r % 3 == 0 for r in rows[1:])  # k rows per sentence still being decoded
 
 
 def test_bad_beam_settings_are_refused():
@@ -191,15 +164,14 @@ def test_allowed_restricts_the_search_and_a_rule_that_allows_everything_changes_
                                                abs=1e-4)
 
 
-def test_the_self_attention_cache_grows_past_its_room_and_keeps_rows_by_index():
+def test_the_self_attention_cache_keeps_rows_by_index():
     from annotated_transformer.attention import MultiHeadedAttention
-    from annotated_transformer.decoding import KVCache
 
     torch.manual_seed(0)
     attention = MultiHeadedAttention(4, 16).eval()
-    x = torch.randn(3, 40, 16)  # 40 steps: past the first room of 16 positions, and past 32
+    x = torch.randn(3, 40, 16)
     order = torch.tensor([2, 0, 0])  # a reordering that repeats a row and drops one, as beam search does
-    cache, outputs = KVCache(fixed=False), []
+    cache, outputs = KVCache(), []
     with torch.no_grad():
         for t in range(40):
             if t == 25:
@@ -207,53 +179,5 @@ def test_the_self_attention_cache_grows_past_its_room_and_keeps_rows_by_index():
                 x = x[order]
             outputs.append(attention(x[:, t : t + 1], x[:, t : t + 1], x[:, t : t + 1], cache=cache))
         whole = attention(x, x, x, subsequent_mask(40))  # the reordered rows, all at once
-    assert cache.length == 40 and cache.k.size(2) >= 40
+    assert cache.k.shape == (3, 4, 40, 4)
     torch.testing.assert_close(torch.cat(outputs[25:], dim=1), whole[:, 25:], rtol=0, atol=1e-6)
-
-
-def test_the_prepared_output_product_is_the_generators(monkeypatch):
-    from annotated_transformer.decoding import output_product
-
-    model = _model(vocab=50, seed=4)
-    weight, states = model.generator.proj.weight.detach(), torch.randn(7, 32)
-    with torch.no_grad():
-        expected = model.generator.proj(states)
-        torch.testing.assert_close(output_product(weight)(states), expected)
-        monkeypatch.setattr(torch.backends.mkldnn, "is_available", lambda: False)  # the transposed weights
-        torch.testing.assert_close(output_product(weight)(states), expected)
-
-
-@pytest.mark.parametrize("vocab", [8000, 37000, 6400, 12])
-def test_the_grouped_candidate_search_returns_what_topk_over_every_candidate_does(vocab):
-    from annotated_transformer.decoding import best_candidates
-
-    g = torch.Generator().manual_seed(vocab)
-    for n, k, held, dead in ((5, 4, 4, 0.0), (3, 4, 1, 0.0), (7, 2, 2, 0.9), (2, 5, 5, 0.0)):
-        beam = torch.randn(n, k, generator=g) - 5
-        if held == 1:  # a first step: one live hypothesis per sentence, the others -inf
-            beam[:, 1:] = float("-inf")
-        log_probs = torch.randn(n * held, vocab, generator=g).mul(3).log_softmax(dim=-1)
-        log_probs[:, :2] = float("-inf")  # banned tokens
-        log_probs[torch.rand(log_probs.shape, generator=g) < dead] = float("-inf")  # a restricted search
-        count = min(2 * k, k * vocab)
-        expected = (beam.unsqueeze(-1) + log_probs.view(n, held, vocab)).view(n, -1).topk(count, dim=1)
-        values, index = best_candidates(beam, log_probs, count)
-        assert torch.equal(values, expected.values)
-        finite = values > float("-inf")  # among -inf candidates, any index is as good as another
-        assert torch.equal(index[finite], expected.indices[finite])
-
-
-@pytest.mark.parametrize("n", [8000, 37000, 97, 16])
-def test_the_blocked_first_maximum_is_maxs_index(n):
-    from annotated_transformer.decoding import first_max_index
-
-    g = torch.Generator().manual_seed(n)
-    scores = torch.randn(40, n, generator=g)
-    scores[:10] = torch.randint(0, 3, (10, n), generator=g).float()  # many equal maxima, in many blocks
-    scores[10, : n // 2] = float("-inf")
-    scores[11, torch.randint(0, n, (1,), generator=g)] = float("nan")  # max and argmax point at a NaN
-    scores[12] = float("-inf")  # nothing allowed: the first position, as max answers
-    expected = scores.max(dim=-1).indices
-    assert torch.equal(first_max_index(scores), expected)
-    assert torch.equal(first_max_index(scores[:1]), expected[:1])
-    assert ((scores[:10] == scores[:10].amax(-1, keepdim=True)).sum(-1) > 1).all()  # ties: the first must win

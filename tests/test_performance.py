@@ -4,14 +4,16 @@ import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from annotated_transformer import benchmark, data
+from annotated_transformer import benchmark, data, speed
 from annotated_transformer.config import TransformerConfig
 from annotated_transformer.data import Batch
-from annotated_transformer.decoding import DecoderCache, greedy_decode, next_logits, output_product, strip_special
+from annotated_transformer.decoding import KVCache, greedy_decode, strip_special
+from annotated_transformer.flops import forward_flops, training_flops
 from annotated_transformer.model import make_model
 from annotated_transformer.optimization import label_smoothed_loss, make_optimizer
-from annotated_transformer.performance import compiled, forward_flops, matrix_flops, training_flops
+from annotated_transformer.performance import matrix_flops
 from annotated_transformer.reference import TorchTransformer, copy_weights
+from annotated_transformer.speed import compiled
 
 TINY = TransformerConfig(vocab_size=120, n_layers=2, d_model=32, d_ff=64, n_heads=4, dropout=0.0)
 
@@ -35,12 +37,6 @@ def test_flop_count_equals_pytorchs_counter(config):
     assert both.get_total_flops() == training_flops(config, [7] * 3, [5] * 3)
 
 
-def test_matrix_flops_counts_the_packed_generator_product_as_2_per_multiply_add():
-    x, weight = torch.randn(5, 3, 32), torch.randn(120, 32)
-    assert matrix_flops(lambda: output_product(weight)(x)) == 2 * 15 * 120 * 32  # packed on a CPU with oneDNN
-    assert matrix_flops(lambda: x @ weight.t()) == 2 * 15 * 120 * 32
-
-
 def test_matrix_flops_of_cached_decoding_steps_match_the_products_they_must_make():
     torch.manual_seed(0)
     model, (rows, src_len, steps) = make_model(TINY).eval(), (3, 7, 4)
@@ -52,9 +48,9 @@ def test_matrix_flops_of_cached_decoding_steps_match_the_products_they_must_make
 
     def decode():
         with torch.no_grad():
-            cache = DecoderCache(model)
+            cache = [(KVCache(), KVCache(fixed=True)) for _ in model.decoder.layers]
             for t in range(1, steps + 1):
-                next_logits(model, memory, src_mask, ys[:, :t], cache)
+                model.generator.proj(model.decode(memory, src_mask, ys[:, :t], None, cache)[:, -1])
 
     per_layer = sum(2 * rows * d * d * 6  # self q, k, v, out; cross q, out: every step
                     + 4 * rows * t * d  # q kᵀ and weights · v over the t positions so far
@@ -184,7 +180,7 @@ def test_bucket_lengths_leave_the_least_padding():
     for _ in range(200):
         lengths = [rng.randint(1, 15) for _ in range(rng.randint(1, 25))]
         buckets = rng.randint(1, 4)
-        chosen = data.bucket_lengths(lengths, buckets)
+        chosen = speed.bucket_lengths(lengths, buckets)
 
         def padding(edges, lengths=lengths):
             return sum(min(e for e in edges if e >= n) - n for n in lengths)
@@ -198,7 +194,7 @@ def test_bucket_lengths_leave_the_least_padding():
 def test_shaped_batches_hold_every_sentence_once_in_a_few_shapes_within_budget():
     src, tgt = _lengths(3000)
     src[7], tgt[7] = 400, 30  # one pair longer than the budget
-    batching = data.ShapedBatches(src, tgt, max_tokens=300, buckets=6, seed=1)
+    batching = speed.ShapedBatches(src, tgt, max_tokens=300, buckets=6, seed=1)
     pairs = [([5] * (s - 1), [6] * (t - 1)) for s, t in zip(src, tgt)]
     for epoch in range(2):
         batches = batching.epoch(epoch)
@@ -213,7 +209,7 @@ def test_shaped_batches_hold_every_sentence_once_in_a_few_shapes_within_budget()
             assert batch.n_tokens == sum(tgt[i] for i in b)  # placeholder rows carry no target token
             shapes.add((batch.src.shape, batch.tgt_in.shape))
         assert len(shapes) == len(batching.shapes) == 6
-    assert batching.epoch(0) == data.ShapedBatches(src, tgt, 300, 6, seed=1).epoch(0)  # reproducible
+    assert batching.epoch(0) == speed.ShapedBatches(src, tgt, 300, 6, seed=1).epoch(0)  # reproducible
     assert batching.epoch(0) != batching.epoch(1)  # reshuffled every epoch
 
 
@@ -223,7 +219,7 @@ def test_placeholder_rows_and_padding_change_no_loss():
     src, tgt = _lengths(60, seed=2)
     pairs = [(torch.randint(4, 120, (s - 1,)).tolist(), torch.randint(4, 120, (t - 1,)).tolist())
              for s, t in zip(src, tgt)]
-    batching = data.ShapedBatches(src, tgt, max_tokens=400, buckets=3)
+    batching = speed.ShapedBatches(src, tgt, max_tokens=400, buckets=3)
     for indices in batching.epoch(0):
         exact, shaped = data.collate(pairs, indices), batching.collate(pairs, indices)
         assert shaped.src.numel() >= exact.src.numel()
@@ -245,7 +241,7 @@ def test_a_compiled_model_compiles_once_per_fixed_shape():
     forward = compiled(model, shapes=4, backend=counting_backend)
     src, tgt = _lengths(400, seed=3)
     pairs = [([5] * (s - 1), [6] * (t - 1)) for s, t in zip(src, tgt)]
-    batching = data.ShapedBatches(src, tgt, max_tokens=600, buckets=4)
+    batching = speed.ShapedBatches(src, tgt, max_tokens=600, buckets=4)
     batches = [batching.collate(pairs, b) for b in batching.epoch(0) + batching.epoch(1)]
     for b in batches:  # two epochs of updates' forward and backward passes
         forward(b.src, b.tgt_in, b.src_mask, b.tgt_mask).float().pow(2).mean().backward()

@@ -27,6 +27,62 @@ def package_imports(tree: ast.Module) -> set[str]:
     return found
 
 
+# The paper's model and its decoding and training arithmetic: what a student reads first.
+CORE = {"model", "layers", "attention", "positional", "decoding", "optimization"}
+# Speed code, measurement, references, the training loop and the commands: built on the core, never under it.
+ABOVE_THE_CORE = {"speed", "performance", "benchmark", "ct2", "reference", "trainer"}
+
+
+def import_graph(trees: dict[str, ast.Module]) -> dict[str, set[str]]:
+    return {name: package_imports(tree) & set(trees) - {name} for name, tree in trees.items()}
+
+
+def find_circle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One circle of imports (its modules, the first repeated at the end), or None."""
+    done, path = set(), []
+
+    def visit(name):
+        if name in path:
+            return path[path.index(name) :] + [name]
+        if name in done:
+            return None
+        path.append(name)
+        for other in sorted(graph.get(name, ())):
+            if circle := visit(other):
+                return circle
+        path.pop()
+        done.add(name)
+        return None
+
+    return next((c for name in sorted(graph) if (c := visit(name))), None)
+
+
+def reachable(graph: dict[str, set[str]], start: str) -> set[str]:
+    seen, todo = set(), [start]
+    while todo:
+        for other in graph.get(todo.pop(), ()):
+            if other not in seen:
+                seen.add(other)
+                todo.append(other)
+    return seen
+
+
+def test_no_module_imports_itself_through_others():
+    assert find_circle(import_graph(TREES)) is None
+
+
+def test_the_circle_finder_finds_a_circle_and_only_a_circle():
+    assert find_circle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_circle({"a": {"b", "c"}, "b": {"c"}, "c": set()}) is None
+
+
+def test_the_core_stands_on_no_speed_measurement_or_command_module():
+    graph = import_graph(TREES)
+    above = ABOVE_THE_CORE | COMMANDS
+    assert CORE <= set(TREES) and ABOVE_THE_CORE <= set(TREES)
+    assert {name: sorted(reachable(graph, name) & above) for name in sorted(CORE)} == dict.fromkeys(sorted(CORE), [])
+
+
 def test_every_command_is_found():
     assert COMMANDS >= {"train", "translate", "evaluate", "bundle", "visualize", "benchmark", "variations", "parsing"}
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from annotated_transformer import data, train, trainer
+from annotated_transformer import data, speed, train, trainer
 from annotated_transformer.checkpoints import RunLock, checkpoints, latest_checkpoint, load_checkpoint
 from annotated_transformer.config import PRESETS, RunConfig, TransformerConfig
 from annotated_transformer.data import PAD, Batch
@@ -392,7 +392,7 @@ def test_training_keeps_its_pairs_in_a_token_cache_that_a_resumed_run_maps(text_
     run = tmp_path / "run"
     assert train.main(_cli(text_corpus, run, "--max-steps", "2")) == 0
     (meta,) = (run / "tokens").glob("*/meta.json")
-    cache = data.TokenCache(meta.parent)
+    cache = speed.TokenCache(meta.parent)
     assert f"train: kept {len(cache):,} of 400 pairs" in capsys.readouterr().out
     stamp = (meta.parent / "src.ids").stat().st_mtime_ns
     assert train.main(_cli(text_corpus, run, "--max-steps", "4")) == 0  # resumes: maps, encodes nothing
@@ -412,5 +412,5 @@ def test_a_process_other_than_rank_0_maps_the_token_cache_and_reads_no_training_
     monkeypatch.setattr(torch.nn.parallel, "DistributedDataParallel", lambda model: model)  # a process group
     session = trainer.start(model_config, run_config)
     assert splits_read == [run_config.valid_split]
-    assert isinstance(session.stream.pairs, data.TokenCache) and session.stream.pairs.folder == meta.parent
+    assert isinstance(session.stream.pairs, speed.TokenCache) and session.stream.pairs.folder == meta.parent
     assert len(session.valid_pairs) > 0 and session.sp.get_piece_size() == 80

@@ -16,7 +16,7 @@ from tqdm import tqdm
 
 from annotated_transformer import data, trainer
 from annotated_transformer.config import RunConfig, TransformerConfig
-from annotated_transformer.performance import batch_lengths, training_flops
+from annotated_transformer.flops import batch_lengths, training_flops
 
 
 def replay(run_dir: Path, data_dir: Path) -> dict[int, float]:
