@@ -11,7 +11,9 @@
 #                 command in its smoke setting, book, offline check
 #   make export   regenerate annotated_transformer/*.py and the book/*.ipynb twins from the chapters,
 #                 and clean what saving a notebook from Jupyter leaves behind (outputs, a version line)
-#   make check    fail if the package or a notebook twin differs from the chapters; lint
+#   make check    fail if the package or a notebook twin differs from the chapters; lint; fail on
+#                 code that ruff format (88 columns) would change
+#   make format   lay out the chapters' code cells, the tests and the tools with ruff format, then export
 #   make book     build the HTML book into _build/html (AT_SCALE as set, default laptop)
 
 PYTHON ?= python3
@@ -25,7 +27,7 @@ CORE := $(VENV)/.installed-core
 FULL := $(VENV)/.installed-full
 AT_SCALE ?= laptop
 
-.PHONY: help demo copy bench bench-smoke test export check book book-check clean
+.PHONY: help demo copy bench bench-smoke test export check format book book-check clean
 
 help:
 	@sed -n 's/^#   //p' $(MAKEFILE_LIST)
@@ -75,6 +77,15 @@ export: $(FULL)
 check: $(FULL)
 	$(BIN)/python -m annotated_transformer._literate check
 	$(BIN)/ruff check annotated_transformer tests tools
+	$(BIN)/ruff format --check annotated_transformer tests tools book
+
+# The chapters' code cells through jupytext (only code cells change), then the package from them.
+format: $(FULL)
+	$(BIN)/ruff format tests tools annotated_transformer/_literate.py annotated_transformer/__init__.py
+	for chapter in book/[0-9][0-9]_*.md; do \
+	  $(BIN)/jupytext --quiet --pipe "$(BIN)/ruff format -" $$chapter || exit 1; done
+	$(BIN)/ruff format book/[0-9][0-9]_*.md
+	$(BIN)/python -m annotated_transformer._literate export
 
 # Chapters are executed again only when their code changed (execute_notebooks: cache), or when AT_SCALE
 # differs from the last build's, since the cache does not see environment variables.

@@ -1,19 +1,21 @@
-"""The book-to-package exporter (hand-written; the only module besides ``__init__`` that is).
+"""The book-to-package exporter (hand-written; the only module besides ``__init__`` that
+is).
 
-Every chapter ``book/NN_name.md`` is a MyST Markdown notebook. A code cell whose first line is
-``# export: NAME`` is appended, in chapter order, to ``annotated_transformer/NAME.py``; all other
-cells are the chapter's demonstrations. A module may grow over several chapters: the top-level
-imports of all its cells are gathered into one block at the top of the module (after its docstring),
-merged and ordered by ruff's isort rules, so each chapter's cell imports what it uses where the
-reader sees it; an import of the module itself (a later chapter using what an earlier one defined
-there) is dropped.
-Each chapter also has an ``.ipynb`` twin with the same cells and no outputs, for people who prefer
-to open notebooks in Jupyter. Saving a paired notebook from Jupyter writes outputs into the twin and a
-``jupytext_version`` line into the chapter's header; ``export`` removes both, so that running the
-notebooks leaves a clean tree.
+Every chapter ``book/NN_name.md`` is a MyST Markdown notebook. A code cell whose first
+line is ``# export: NAME`` is appended, in chapter order, to
+``annotated_transformer/NAME.py``; all other cells are the chapter's demonstrations. A
+module may grow over several chapters: the top-level imports of all its cells are
+gathered into one block at the top of the module (after its docstring), merged and
+ordered by ruff's isort rules, so each chapter's cell imports what it uses where the
+reader sees it; an import of the module itself (a later chapter using what an earlier
+one defined there) is dropped. Each chapter also has an ``.ipynb`` twin with the same
+cells and no outputs, for people who prefer to open notebooks in Jupyter. Saving a
+paired notebook from Jupyter writes outputs into the twin and a ``jupytext_version``
+line into the chapter's header; ``export`` removes both, so that running the notebooks
+leaves a clean tree.
 
-    python -m annotated_transformer._literate export   # write modules and notebook twins
-    python -m annotated_transformer._literate check    # fail if anything differs from the chapters
+    python -m annotated_transformer._literate export  # write modules and twins
+    python -m annotated_transformer._literate check   # fail on any difference
 
 Comparisons are made on contents, never on timestamps, and the output is deterministic.
 """
@@ -32,7 +34,8 @@ from pathlib import Path
 import jupytext
 import nbformat
 
-JUPYTEXT_VERSION_LINE = re.compile(r"^\s+jupytext_version: .*\n", re.MULTILINE)  # written by jupytext --sync
+# written by jupytext --sync
+JUPYTEXT_VERSION_LINE = re.compile(r"^\s+jupytext_version: .*\n", re.MULTILINE)
 EXPORT_MARKER = re.compile(r"^#\s*export:\s*([A-Za-z_][A-Za-z0-9_]*)\s*$")
 ANY_MARKER = re.compile(r"^\s*#\s*export\s*:", re.MULTILINE)
 HAND_WRITTEN = {"__init__.py", "_literate.py"}
@@ -65,12 +68,14 @@ def exported_cells(root: Path) -> list[ExportedCell]:
             first, _, rest = cell.source.partition("\n")
             match = EXPORT_MARKER.match(first)
             if ANY_MARKER.search(rest) or (not match and ANY_MARKER.match(first)):
-                raise ValueError(f"{rel}, cell {index}: an export marker must be the cell's first line, exactly "
-                                 "'# export: NAME'; this one would be ignored")
+                raise ValueError(
+                    f"{rel}, cell {index}: an export marker must be the cell's first "
+                    "line, exactly "
+                    "'# export: NAME'; this one would be ignored"
+                )
             if match:
                 cells.append(ExportedCell(rel, match.group(1), rest.strip("\n")))
     return cells
-
 
 
 def _split_imports(source: str, where: str) -> tuple[str, list[ast.stmt], str]:
@@ -82,8 +87,12 @@ def _split_imports(source: str, where: str) -> tuple[str, list[ast.stmt], str]:
     lines = source.split("\n")
     docstring, drop, imports = "", set(), []
     body = tree.body
-    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
-            and isinstance(body[0].value.value, str):
+    if (
+        body
+        and isinstance(body[0], ast.Expr)
+        and isinstance(body[0].value, ast.Constant)
+        and isinstance(body[0].value.value, str)
+    ):
         docstring = "\n".join(lines[: body[0].end_lineno])
         drop.update(range(body[0].end_lineno))
     for node in body:
@@ -94,17 +103,44 @@ def _split_imports(source: str, where: str) -> tuple[str, list[ast.stmt], str]:
     return docstring, imports, re.sub(r"\n{4,}", "\n\n\n", rest).strip("\n")
 
 
-def sort_imports(text: str) -> str:
-    """``text`` with its import block merged, ordered and spaced by ruff's isort rules, which ``make check``
-    then enforces: the project's line length, the package as first party."""
-    command = [sys.executable, "-m", "ruff", "check", "--select", "I", "--fix", "--exit-zero", "--quiet",
-               "--line-length", "120", "--config", f"lint.isort.known-first-party = ['{PACKAGE}']",
-               "--stdin-filename", "module.py", "-"]
+def ruff(text: str, *arguments: str) -> str:
+    """``text`` after ``ruff ARGUMENTS -`` (a module's text on standard input)."""
+    command = [
+        sys.executable,
+        "-m",
+        "ruff",
+        *arguments,
+        "--stdin-filename",
+        "module.py",
+        "-",
+    ]
     try:
-        done = subprocess.run(command, input=text, capture_output=True, text=True, check=True)
+        done = subprocess.run(
+            command, input=text, capture_output=True, text=True, check=True
+        )
     except (OSError, subprocess.CalledProcessError) as error:
-        raise ValueError(f"ordering the imports needs ruff (pip install -e '.[dev]'): {error}") from None
+        raise ValueError(
+            f"formatting a module needs ruff (pip install -e '.[dev]'): {error}"
+        ) from None
     return done.stdout
+
+
+def tidy(text: str) -> str:
+    """``text`` with its import block merged and ordered by ruff's isort rules, then
+    laid out by ``ruff format``, as ``make check`` enforces (the project's settings in
+    pyproject.toml)."""
+    first_party = f"lint.isort.known-first-party = ['{PACKAGE}']"
+    imports = [
+        "check",
+        "--select",
+        "I",
+        "--fix",
+        "--exit-zero",
+        "--quiet",
+        "--config",
+        first_party,
+    ]
+    return ruff(ruff(text, *imports), "format", "--quiet")
 
 
 def render_modules(root: Path) -> dict[str, str]:
@@ -116,45 +152,83 @@ def render_modules(root: Path) -> dict[str, str]:
     for name, cells in sorted(by_module.items()):
         filename = f"{name}.py"
         if filename in HAND_WRITTEN:
-            raise ValueError(f"{cells[0].chapter}: '# export: {name}' would overwrite a hand-written module")
+            raise ValueError(
+                f"{cells[0].chapter}: '# export: {name}' would overwrite a "
+                "hand-written module"
+            )
         sources = list(dict.fromkeys(c.chapter for c in cells))
-        generated = textwrap.wrap(f"Generated from {', '.join(sources)} by `make export`.", 110,
-                                  break_on_hyphens=False)  # a long list of chapters goes on several lines
-        header = ("".join(f"# {line}\n" for line in generated)
-                  + "# Do not edit this file by hand: change the chapter and run `make export` again.\n")
+        # a long list of chapters goes on several lines
+        generated = textwrap.wrap(
+            f"Generated from {', '.join(sources)} by `make export`.",
+            86,
+            break_on_hyphens=False,
+        )
+        header = (
+            "".join(f"# {line}\n" for line in generated)
+            + "# Do not edit this file by hand: change the chapter and run `make "
+            "export` again.\n"
+        )
         docstring, imports, parts, previous = "", [], [], None
         for index, cell in enumerate(cells):
-            doc, cell_imports, text = _split_imports(cell.source, f"{cell.chapter} ({name})")
+            doc, cell_imports, text = _split_imports(
+                cell.source, f"{cell.chapter} ({name})"
+            )
             if index == 0:
                 docstring = doc
             elif doc:
                 text = f"{doc}\n{text}".strip("\n")
-            own = f"{PACKAGE}.{name}"  # a later chapter's cell may import what an earlier one defined here
-            imports += [n for n in cell_imports if not (isinstance(n, ast.ImportFrom) and n.module == own)]
+            # a later chapter's cell may import what an earlier one defined here
+            own = f"{PACKAGE}.{name}"
+            imports += [
+                n
+                for n in cell_imports
+                if not (isinstance(n, ast.ImportFrom) and n.module == own)
+            ]
             if len(sources) > 1 and cell.chapter != previous:
                 text = f"# --- from {cell.chapter} ---\n{text}"
             previous = cell.chapter
             if text:
                 parts.append(text)
         body = "\n\n\n".join(parts)
-        block = "\n".join(dict.fromkeys(ast.unparse(node) for node in imports))  # ruff merges and orders it
+        # ruff merges and orders it
+        block = "\n".join(dict.fromkeys(ast.unparse(node) for node in imports))
         top = "\n".join(part for part in (docstring, block) if part)
-        modules[filename] = sort_imports(header + "\n" + top + ("\n\n\n" if top else "") + body + "\n")
+        modules[filename] = tidy(
+            header + "\n" + top + ("\n\n\n" if top else "") + body + "\n"
+        )
     return modules
 
 
-# Cell metadata that Jupyter changes as a notebook is used and that does not change what the book shows.
-VOLATILE_METADATA = {"execution", "ExecuteTime", "collapsed", "scrolled", "jp-MarkdownHeadingCollapsed"}
+# Cell metadata that Jupyter changes as a notebook is used and that does not change what
+# the book shows.
+VOLATILE_METADATA = {
+    "execution",
+    "ExecuteTime",
+    "collapsed",
+    "scrolled",
+    "jp-MarkdownHeadingCollapsed",
+}
 
 
 def _cell_contents(nb: nbformat.NotebookNode) -> list[tuple[str, str, dict]]:
     """What renders: each cell's type, source, tags and other lasting metadata."""
-    return [(c.cell_type, c.source.strip(), {k: v for k, v in c.get("metadata", {}).items()
-                                             if k not in VOLATILE_METADATA}) for c in nb.cells]
+    return [
+        (
+            c.cell_type,
+            c.source.strip(),
+            {
+                k: v
+                for k, v in c.get("metadata", {}).items()
+                if k not in VOLATILE_METADATA
+            },
+        )
+        for c in nb.cells
+    ]
 
 
 def render_twin(chapter: Path) -> str:
-    """The ``.ipynb`` twin of a chapter: same cells, no outputs, ids that depend only on position."""
+    """The ``.ipynb`` twin of a chapter: same cells, no outputs, ids that depend only on
+    position."""
     nb = read_chapter(chapter)
     for index, cell in enumerate(nb.cells):
         cell.id = f"{chapter.stem}-{index:03d}"
@@ -165,16 +239,23 @@ def render_twin(chapter: Path) -> str:
 
 
 def normalised_chapter(text: str) -> str:
-    """A chapter without the version line that jupytext adds to its header when Jupyter saves it."""
+    """A chapter without the version line that jupytext adds to its header when Jupyter
+    saves it."""
     header_end = text.find("\n---", 3)
-    return JUPYTEXT_VERSION_LINE.sub("", text[:header_end]) + text[header_end:] if text.startswith("---") else text
+    return (
+        JUPYTEXT_VERSION_LINE.sub("", text[:header_end]) + text[header_end:]
+        if text.startswith("---")
+        else text
+    )
 
 
 def export(root: Path) -> list[Path]:
     """Write every generated module and notebook twin; return the files that changed."""
     changed = []
     for chapter in chapters(root):
-        changed += _write_if_different(chapter, normalised_chapter(chapter.read_text(encoding="utf-8")))
+        changed += _write_if_different(
+            chapter, normalised_chapter(chapter.read_text(encoding="utf-8"))
+        )
     package = root / PACKAGE
     wanted = render_modules(root)
     for filename, text in wanted.items():
@@ -184,12 +265,15 @@ def export(root: Path) -> list[Path]:
             stale.unlink()
             changed.append(stale)
     for chapter in chapters(root):
-        changed += _write_if_different(chapter.with_suffix(".ipynb"), render_twin(chapter))
+        changed += _write_if_different(
+            chapter.with_suffix(".ipynb"), render_twin(chapter)
+        )
     return changed
 
 
 def check(root: Path) -> list[str]:
-    """Every way the package and the notebook twins differ from the chapters (empty: in sync)."""
+    """Every way the package and the notebook twins differ from the chapters (empty: in
+    sync)."""
     problems = []
     package = root / PACKAGE
     wanted = render_modules(root)
@@ -198,13 +282,20 @@ def check(root: Path) -> list[str]:
         if not path.exists():
             problems.append(f"{path.relative_to(root)} is missing: run `make export`")
         elif path.read_text(encoding="utf-8") != text:
-            problems.append(f"{path.relative_to(root)} differs from its chapters: run `make export`")
+            problems.append(
+                f"{path.relative_to(root)} differs from its chapters: run `make export`"
+            )
     for path in sorted(package.glob("*.py")):
         if path.name not in wanted and path.name not in HAND_WRITTEN:
-            problems.append(f"{path.relative_to(root)} is not generated from any chapter")
+            problems.append(
+                f"{path.relative_to(root)} is not generated from any chapter"
+            )
     for chapter in chapters(root):
         if normalised_chapter(text := chapter.read_text(encoding="utf-8")) != text:
-            problems.append(f"{chapter.relative_to(root)} has a jupytext_version line: run `make export`")
+            problems.append(
+                f"{chapter.relative_to(root)} has a jupytext_version line: run `make "
+                "export`"
+            )
         twin = chapter.with_suffix(".ipynb")
         rel = twin.relative_to(root)
         if not twin.exists():
@@ -213,7 +304,8 @@ def check(root: Path) -> list[str]:
         notebook = nbformat.read(twin, as_version=4)
         if _cell_contents(notebook) != _cell_contents(read_chapter(chapter)):
             problems.append(
-                f"{rel} and {chapter.relative_to(root)} differ in cell content or metadata: the chapter is the "
+                f"{rel} and {chapter.relative_to(root)} differ in cell content or "
+                "metadata: the chapter is the "
                 "source of truth; copy the change into it, then run `make export`"
             )
         if any(c.get("outputs") for c in notebook.cells if c.cell_type == "code"):
@@ -228,7 +320,8 @@ def _generated_files(package: Path) -> list[Path]:
     return [
         p
         for p in sorted(package.glob("*.py"))
-        if p.name not in HAND_WRITTEN and p.read_text(encoding="utf-8").startswith("# Generated from ")
+        if p.name not in HAND_WRITTEN
+        and p.read_text(encoding="utf-8").startswith("# Generated from ")
     ]
 
 
@@ -242,14 +335,19 @@ def _write_if_different(path: Path, text: str) -> list[Path]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m annotated_transformer._literate",
-        description="Generate the package and the notebook twins from the book's chapters, or check them.",
+        description="Generate the package and the notebook twins from the book's "
+        "chapters, or check them.",
     )
     parser.add_argument("command", choices=["export", "check"])
-    parser.add_argument("--root", type=Path, default=Path.cwd(), help="repository root (default: here)")
+    parser.add_argument(
+        "--root", type=Path, default=Path.cwd(), help="repository root (default: here)"
+    )
     args = parser.parse_args(argv)
     root = args.root.resolve()
     if not (root / "book").is_dir():
-        parser.error(f"{root} has no book/ folder; run from the repository root or pass --root")
+        parser.error(
+            f"{root} has no book/ folder; run from the repository root or pass --root"
+        )
     try:
         if args.command == "export":
             for path in export(root):
@@ -262,7 +360,10 @@ def main(argv: list[str] | None = None) -> int:
     for problem in problems:
         print(f"error: {problem}", file=sys.stderr)
     if not problems:
-        print(f"in sync: {len(chapters(root))} chapters, {len(render_modules(root))} modules")
+        print(
+            f"in sync: {len(chapters(root))} chapters, {len(render_modules(root))} "
+            "modules"
+        )
     return 1 if problems else 0
 
 

@@ -5,6 +5,7 @@
 
 Command line: ``python -m annotated_transformer.visualize --help``.
 """
+
 import argparse
 import html
 import json
@@ -36,16 +37,20 @@ from annotated_transformer.decoding import translate_sentences
 from annotated_transformer.files import write_atomically
 from annotated_transformer.layers import subsequent_mask
 
-KINDS = {"encoder": "encoder self-attention", "decoder": "decoder self-attention (masked)",
-         "cross": "encoder–decoder attention"}
+KINDS = {
+    "encoder": "encoder self-attention",
+    "decoder": "decoder self-attention (masked)",
+    "cross": "encoder–decoder attention",
+}
 
 
 @torch.no_grad()
 def attention_maps(model, src, tgt, src_mask, tgt_mask) -> dict[str, torch.Tensor]:
-    """Every layer's and head's weights for one batch: {kind: (batch, layer, head, query, key)}.
+    """Every layer's and head's weights for one batch: {kind: (batch, layer, head,
+    query, key)}.
 
-    Runs one forward pass in evaluation mode and restores the model's mode and attention flags.
-    """
+    Runs one forward pass in evaluation mode and restores the model's mode and attention
+    flags."""
     modules = [m for m in model.modules() if isinstance(m, MultiHeadedAttention)]
     saved = [(m.keep_attention, m.attention_weights) for m in modules]
     was_training = model.training
@@ -54,10 +59,15 @@ def attention_maps(model, src, tgt, src_mask, tgt_mask) -> dict[str, torch.Tenso
         for m in modules:
             m.keep_attention = True
         model(src, tgt, src_mask, tgt_mask)
-        layers = {"encoder": [layer.self_attn for layer in model.encoder.layers],
-                  "decoder": [layer.self_attn for layer in model.decoder.layers],
-                  "cross": [layer.src_attn for layer in model.decoder.layers]}
-        return {kind: torch.stack([m.attention_weights for m in mods], dim=1) for kind, mods in layers.items()}
+        layers = {
+            "encoder": [layer.self_attn for layer in model.encoder.layers],
+            "decoder": [layer.self_attn for layer in model.decoder.layers],
+            "cross": [layer.src_attn for layer in model.decoder.layers],
+        }
+        return {
+            kind: torch.stack([m.attention_weights for m in mods], dim=1)
+            for kind, mods in layers.items()
+        }
     finally:
         for m, (keep, weights) in zip(modules, saved):
             m.keep_attention, m.attention_weights = keep, weights
@@ -84,14 +94,23 @@ class SentenceAttention:
     def labels(self, kind: str) -> tuple[list[str], list[str]]:
         """(query labels, key labels) of one kind of attention."""
         self.weights(kind)
-        return {"encoder": (self.src_labels, self.src_labels), "decoder": (self.tgt_labels, self.tgt_labels),
-                "cross": (self.tgt_labels, self.src_labels)}[kind]
+        return {
+            "encoder": (self.src_labels, self.src_labels),
+            "decoder": (self.tgt_labels, self.tgt_labels),
+            "cross": (self.tgt_labels, self.src_labels),
+        }[kind]
 
 
-def capture(model, sp, source: str, target: str | None = None, device="cpu",
-            settings: DecodeConfig = PAPER_DECODING) -> SentenceAttention:
-    """The weights of every layer and head on ``source`` and ``target`` (default: the model's translation,
-    decoded as ``translate`` does with the same ``settings``)."""
+def capture(
+    model,
+    sp,
+    source: str,
+    target: str | None = None,
+    device="cpu",
+    settings: DecodeConfig = PAPER_DECODING,
+) -> SentenceAttention:
+    """The weights of every layer and head on ``source`` and ``target`` (default: the
+    model's translation, decoded as ``translate`` does with the same ``settings``)."""
     if not source.strip():
         raise ValueError("the sentence is empty: give at least one word")
     if target is None:
@@ -99,21 +118,40 @@ def capture(model, sp, source: str, target: str | None = None, device="cpu",
     src_ids, tgt_ids = sp.encode(source) + [data.EOS], [data.BOS] + sp.encode(target)
     src = torch.tensor([src_ids], device=device)
     tgt = torch.tensor([tgt_ids], device=device)
-    maps = attention_maps(model, src, tgt, (src != data.PAD).unsqueeze(-2), subsequent_mask(len(tgt_ids), device))
+    maps = attention_maps(
+        model,
+        src,
+        tgt,
+        (src != data.PAD).unsqueeze(-2),
+        subsequent_mask(len(tgt_ids), device),
+    )
     arrays = {kind: w[0].float().cpu().numpy() for kind, w in maps.items()}
-    return SentenceAttention(source, target, [sp.id_to_piece(i) for i in src_ids],
-                             [sp.id_to_piece(i) for i in tgt_ids], **arrays)
+    return SentenceAttention(
+        source,
+        target,
+        [sp.id_to_piece(i) for i in src_ids],
+        [sp.id_to_piece(i) for i in tgt_ids],
+        **arrays,
+    )
 
 
 def word_spans(pieces: list[str]) -> list[tuple[int, int]]:
-    """(start, end) of each word: a piece starting with ▁, or a special token, begins a new word."""
-    starts = [i for i, p in enumerate(pieces) if i == 0 or p.startswith("▁") or p in ("<s>", "</s>")
-              or pieces[i - 1] in ("<s>", "</s>")]
+    """(start, end) of each word: a piece starting with ▁, or a special token, begins a
+    new word."""
+    starts = [
+        i
+        for i, p in enumerate(pieces)
+        if i == 0
+        or p.startswith("▁")
+        or p in ("<s>", "</s>")
+        or pieces[i - 1] in ("<s>", "</s>")
+    ]
     return list(zip(starts, starts[1:] + [len(pieces)]))
 
 
 def merge_pieces(weights: np.ndarray, query_spans, key_spans) -> np.ndarray:
-    """Sum over the key pieces of a word, average over its query pieces: rows still sum to 1."""
+    """Sum over the key pieces of a word, average over its query pieces: rows still sum
+    to 1."""
     keys = np.stack([weights[..., a:b].sum(-1) for a, b in key_spans], axis=-1)
     return np.stack([keys[..., a:b, :].mean(-2) for a, b in query_spans], axis=-2)
 
@@ -125,34 +163,72 @@ def word_level(attn: SentenceAttention) -> SentenceAttention:
     def label(pieces, spans):
         return ["".join(pieces[a:b]).replace("▁", "") for a, b in spans]
 
-    return replace(attn, src_labels=label(attn.src_labels, src), tgt_labels=label(attn.tgt_labels, tgt),
-                   encoder=merge_pieces(attn.encoder, src, src), decoder=merge_pieces(attn.decoder, tgt, tgt),
-                   cross=merge_pieces(attn.cross, tgt, src))
+    return replace(
+        attn,
+        src_labels=label(attn.src_labels, src),
+        tgt_labels=label(attn.tgt_labels, tgt),
+        encoder=merge_pieces(attn.encoder, src, src),
+        decoder=merge_pieces(attn.decoder, tgt, tgt),
+        cross=merge_pieces(attn.cross, tgt, src),
+    )
 
 
-def save_attention(path: Path, sentences: list[SentenceAttention], about: dict | None = None) -> None:
-    """Store captured weights as float16 in one compressed .npz file, with labels and ``about`` as JSON."""
-    meta = {"about": about or {}, "sentences": [
-        {"source": s.source, "target": s.target, "src_labels": s.src_labels, "tgt_labels": s.tgt_labels}
-        for s in sentences]}
-    arrays = {f"{i}_{kind}": s.weights(kind).astype(np.float16) for i, s in enumerate(sentences) for kind in KINDS}
-    write_atomically(path, lambda f: np.savez_compressed(f, meta=np.array(json.dumps(meta, ensure_ascii=False)),
-                                                         **arrays))
+def save_attention(
+    path: Path, sentences: list[SentenceAttention], about: dict | None = None
+) -> None:
+    """Store captured weights as float16 in one compressed .npz file, with labels and
+    ``about`` as JSON."""
+    meta = {
+        "about": about or {},
+        "sentences": [
+            {
+                "source": s.source,
+                "target": s.target,
+                "src_labels": s.src_labels,
+                "tgt_labels": s.tgt_labels,
+            }
+            for s in sentences
+        ],
+    }
+    arrays = {
+        f"{i}_{kind}": s.weights(kind).astype(np.float16)
+        for i, s in enumerate(sentences)
+        for kind in KINDS
+    }
+    write_atomically(
+        path,
+        lambda f: np.savez_compressed(
+            f, meta=np.array(json.dumps(meta, ensure_ascii=False)), **arrays
+        ),
+    )
 
 
 def load_attention(path: Path) -> tuple[list[SentenceAttention], dict]:
-    """The sentences stored by ``save_attention`` (weights as float32) and their ``about`` record."""
+    """The sentences stored by ``save_attention`` (weights as float32) and their
+    ``about`` record."""
     if not Path(path).is_file():
-        raise ValueError(f"{path} does not exist; capture weights with `python -m "
-                                "annotated_transformer.visualize --run RUN -i FILE --save PATH`")
+        raise ValueError(
+            f"{path} does not exist; capture weights with `python -m "
+            "annotated_transformer.visualize --run RUN -i FILE --save PATH`"
+        )
     try:
         with np.load(path) as stored:
             meta = json.loads(str(stored["meta"]))
-            sentences = [SentenceAttention(**m, **{kind: stored[f"{i}_{kind}"].astype(np.float32) for kind in KINDS})
-                         for i, m in enumerate(meta["sentences"])]
+            sentences = [
+                SentenceAttention(
+                    **m,
+                    **{
+                        kind: stored[f"{i}_{kind}"].astype(np.float32) for kind in KINDS
+                    },
+                )
+                for i, m in enumerate(meta["sentences"])
+            ]
     except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile) as error:
-        raise ValueError(f"{path} is not a file of attention weights written by --save, or it is damaged "
-                         f"({type(error).__name__}: {error}); capture the weights again with --save") from None
+        raise ValueError(
+            f"{path} is not a file of attention weights written by --save, or it is "
+            "damaged "
+            f"({type(error).__name__}: {error}); capture the weights again with --save"
+        ) from None
     return sentences, meta["about"]
 
 
@@ -169,7 +245,9 @@ def pick(values: list[int] | None, count: int, what: str) -> list[int]:
     values = list(range(1, count + 1)) if values is None else list(values)
     bad = [v for v in values if not 1 <= v <= count]
     if bad or not values:
-        raise ValueError(f"{what} {bad or values} out of range: this model has {what}s 1 to {count}")
+        raise ValueError(
+            f"{what} {bad or values} out of range: this model has {what}s 1 to {count}"
+        )
     return values
 
 
@@ -177,52 +255,103 @@ def find_word(labels: list[str], word: str) -> int:
     """Position of ``word`` among the labels (pieces or words, ▁ ignored)."""
     clean = [label.replace("▁", "") for label in labels]
     if word not in clean:
-        raise ValueError(f"{word!r} is not a token of this sentence; its tokens are: {' '.join(clean)}")
+        raise ValueError(
+            f"{word!r} is not a token of this sentence; its tokens are: "
+            f"{' '.join(clean)}"
+        )
     return clean.index(word)
 
 
 def default_layer(n_layers: int) -> int:
-    """The layer shown unless another is asked for: the second-to-last, where the paper's layer 5 of 6 sits."""
+    """The layer shown unless another is asked for: the second-to-last, where the
+    paper's layer 5 of 6 sits."""
     return max(n_layers - 1, 1)
 
 
-def line_view(attn: SentenceAttention, kind: str = "encoder", layer: int | None = None,
-              heads: list[int] | None = None, queries: list[str] | None = None, ax=None, min_weight: float = 0.02):
-    """The paper's drawing: queries left, keys right, a line per (head, query, key), opacity = weight.
+def line_view(
+    attn: SentenceAttention,
+    kind: str = "encoder",
+    layer: int | None = None,
+    heads: list[int] | None = None,
+    queries: list[str] | None = None,
+    ax=None,
+    min_weight: float = 0.02,
+):
+    """The paper's drawing: queries left, keys right, a line per (head, query, key),
+    opacity = weight.
 
     ``layer`` defaults to the second-to-last, the place of the paper's layer 5 of 6."""
     weights = attn.weights(kind)
-    layer = pick([default_layer(weights.shape[0]) if layer is None else layer], weights.shape[0], "layer")[0]
+    layer = pick(
+        [default_layer(weights.shape[0]) if layer is None else layer],
+        weights.shape[0],
+        "layer",
+    )[0]
     heads = pick(heads, weights.shape[1], "head")
     query_labels, key_labels = attn.labels(kind)
-    rows = range(len(query_labels)) if queries is None else [find_word(query_labels, q) for q in queries]
+    rows = (
+        range(len(query_labels))
+        if queries is None
+        else [find_word(query_labels, q) for q in queries]
+    )
     if ax is None:
-        _, ax = plt.subplots(figsize=(4.2, 0.22 * max(len(query_labels), len(key_labels)) + 0.8))
+        _, ax = plt.subplots(
+            figsize=(4.2, 0.22 * max(len(query_labels), len(key_labels)) + 0.8)
+        )
     for head in heads:
         colour = head_colour(head)
         for i in rows:
             for j, w in enumerate(weights[layer - 1, head - 1, i]):
                 if w >= min_weight:
-                    ax.plot([0, 1], [i, j], color=colour, alpha=float(min(w, 1.0)), lw=2, gid=f"h{head}:{i}>{j}")
+                    ax.plot(
+                        [0, 1],
+                        [i, j],
+                        color=colour,
+                        alpha=float(min(w, 1.0)),
+                        lw=2,
+                        gid=f"h{head}:{i}>{j}",
+                    )
     for side, labels, align in ((0, query_labels, "right"), (1, key_labels, "left")):
         for i, label in enumerate(labels):
             bold = side == 0 and queries is not None and i in rows
-            ax.text(side + (-0.04 if side == 0 else 0.04), i, label.replace("▁", ""), ha=align, va="center",
-                    fontsize=8, fontweight="bold" if bold else "normal")
+            ax.text(
+                side + (-0.04 if side == 0 else 0.04),
+                i,
+                label.replace("▁", ""),
+                ha=align,
+                va="center",
+                fontsize=8,
+                fontweight="bold" if bold else "normal",
+            )
     ax.set_xlim(-0.9, 1.9)
     ax.set_ylim(max(len(query_labels), len(key_labels)) - 0.5, -0.5)
     ax.axis("off")
     names = ", ".join(str(h) for h in heads) if len(heads) < weights.shape[1] else "all"
-    ax.set_title(f"{KINDS[kind]}, layer {layer}, head{'s' if len(heads) > 1 else ''} {names}", fontsize=9)
+    ax.set_title(
+        f"{KINDS[kind]}, layer {layer}, head{'s' if len(heads) > 1 else ''} {names}",
+        fontsize=9,
+    )
     if len(heads) > 1:  # which colour is which head
-        handles = [plt.Line2D([], [], color=head_colour(h), lw=2, label=f"head {h}") for h in heads]
-        ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=min(len(heads), 4),
-                  fontsize=7, frameon=False, handlelength=1.2, columnspacing=1.0)
+        handles = [
+            plt.Line2D([], [], color=head_colour(h), lw=2, label=f"head {h}")
+            for h in heads
+        ]
+        ax.legend(
+            handles=handles,
+            loc="upper center",
+            bbox_to_anchor=(0.5, 0.0),
+            ncol=min(len(heads), 4),
+            fontsize=7,
+            frameon=False,
+            handlelength=1.2,
+            columnspacing=1.0,
+        )
     return ax
 
 
 def head_table(attn: SentenceAttention, kind: str = "encoder") -> list[dict]:
-    """Per (layer, head): mean attention distance, entropy and the shares on the neighbours and on </s>."""
+    """Per (layer, head): mean attention distance, entropy and the shares on the
+    neighbours and on </s>."""
     weights = attn.weights(kind).astype(np.float64)  # (layer, head, query, key)
     n_q, n_k = weights.shape[-2:]
     distance = np.abs(np.arange(n_q)[:, None] - np.arange(n_k)[None, :])
@@ -230,16 +359,27 @@ def head_table(attn: SentenceAttention, kind: str = "encoder") -> list[dict]:
     rows = []
     for layer, head in np.ndindex(*weights.shape[:2]):
         w = weights[layer, head]
-        rows.append({"layer": layer + 1, "head": head + 1, "distance": float((w * distance).sum(-1).mean()),
-                     "entropy": float(entropy[layer, head]),
-                     "previous": float(np.diagonal(w, -1).sum() / max(n_q - 1, 1)),
-                     "next": float(np.diagonal(w, 1).sum() / max(n_q - 1, 1)),
-                     "eos": float(w[:, -1].mean()) if attn.labels(kind)[1][-1] == "</s>" else float("nan")})
+        rows.append(
+            {
+                "layer": layer + 1,
+                "head": head + 1,
+                "distance": float((w * distance).sum(-1).mean()),
+                "entropy": float(entropy[layer, head]),
+                "previous": float(np.diagonal(w, -1).sum() / max(n_q - 1, 1)),
+                "next": float(np.diagonal(w, 1).sum() / max(n_q - 1, 1)),
+                "eos": float(w[:, -1].mean())
+                if attn.labels(kind)[1][-1] == "</s>"
+                else float("nan"),
+            }
+        )
     return rows
 
 
-def weight_between(attn: SentenceAttention, query: str, keys: list[str], kind: str = "encoder") -> np.ndarray:
-    """(layer, head) array: the weight from the word ``query`` to the words ``keys`` together."""
+def weight_between(
+    attn: SentenceAttention, query: str, keys: list[str], kind: str = "encoder"
+) -> np.ndarray:
+    """(layer, head) array: the weight from the word ``query`` to the words ``keys``
+    together."""
     query_labels, key_labels = attn.labels(kind)
     i = find_word(query_labels, query)
     return attn.weights(kind)[:, :, i, [find_word(key_labels, k) for k in keys]].sum(-1)
@@ -248,27 +388,59 @@ def weight_between(attn: SentenceAttention, query: str, keys: list[str], kind: s
 def best_heads(scores: np.ndarray, n: int = 1) -> list[tuple[int, int]]:
     """The n (layer, head) pairs with the highest scores, 1-based, best first."""
     order = np.argsort(scores, axis=None)[::-1][:n]
-    return [(int(layer) + 1, int(head) + 1) for layer, head in zip(*np.unravel_index(order, scores.shape))]
+    return [
+        (int(layer) + 1, int(head) + 1)
+        for layer, head in zip(*np.unravel_index(order, scores.shape))
+    ]
 
 
-def grid_view(attn: SentenceAttention, kind: str = "encoder", layers: list[int] | None = None,
-              heads: list[int] | None = None, size: float = 1.6):
-    """Heatmaps of every chosen layer (rows) and head (columns): queries vertical, keys horizontal."""
+def grid_view(
+    attn: SentenceAttention,
+    kind: str = "encoder",
+    layers: list[int] | None = None,
+    heads: list[int] | None = None,
+    size: float = 1.6,
+):
+    """Heatmaps of every chosen layer (rows) and head (columns): queries vertical, keys
+    horizontal."""
     weights = attn.weights(kind)
     layers = pick(layers, weights.shape[0], "layer")
     heads = pick(heads, weights.shape[1], "head")
-    query_labels, key_labels = (list(map(lambda s: s.replace("▁", ""), ls)) for ls in attn.labels(kind))
-    fig, axes = plt.subplots(len(layers), len(heads), figsize=(size * len(heads) + 1, size * len(layers) + 1),
-                             squeeze=False)
+    query_labels, key_labels = (
+        list(map(lambda s: s.replace("▁", ""), ls)) for ls in attn.labels(kind)
+    )
+    fig, axes = plt.subplots(
+        len(layers),
+        len(heads),
+        figsize=(size * len(heads) + 1, size * len(layers) + 1),
+        squeeze=False,
+    )
     for r, layer in enumerate(layers):
         for c, head in enumerate(heads):
             ax = axes[r][c]
-            ax.imshow(weights[layer - 1, head - 1], cmap="Blues", vmin=0, vmax=1, aspect="auto")
-            ax.set_xticks(range(len(key_labels)), key_labels if r == len(layers) - 1 else [], rotation=90, fontsize=6)
-            ax.set_yticks(range(len(query_labels)), query_labels if c == 0 else [], fontsize=6)
+            ax.imshow(
+                weights[layer - 1, head - 1],
+                cmap="Blues",
+                vmin=0,
+                vmax=1,
+                aspect="auto",
+            )
+            ax.set_xticks(
+                range(len(key_labels)),
+                key_labels if r == len(layers) - 1 else [],
+                rotation=90,
+                fontsize=6,
+            )
+            ax.set_yticks(
+                range(len(query_labels)), query_labels if c == 0 else [], fontsize=6
+            )
             ax.set_title(f"layer {layer}, head {head}", fontsize=7)
-    fig.supxlabel("keys (" + ("source" if kind != "decoder" else "target") + ")", fontsize=9)
-    fig.supylabel("queries (" + ("source" if kind == "encoder" else "target") + ")", fontsize=9)
+    fig.supxlabel(
+        "keys (" + ("source" if kind != "decoder" else "target") + ")", fontsize=9
+    )
+    fig.supylabel(
+        "queries (" + ("source" if kind == "encoder" else "target") + ")", fontsize=9
+    )
     fig.suptitle(f"{KINDS[kind]}: {attn.source}", fontsize=9)
     fig.tight_layout()
     return fig
@@ -276,11 +448,15 @@ def grid_view(attn: SentenceAttention, kind: str = "encoder", layers: list[int] 
 
 EXPLORER_SCRIPT = """
 (function () {
-  const root = document.getElementById(__ROOT__), data = JSON.parse(root.querySelector("script.at-data").textContent);
+  const root = document.getElementById(__ROOT__);
+  const data = JSON.parse(root.querySelector("script.at-data").textContent);
   const svgNS = "http://www.w3.org/2000/svg", colours = __COLOURS__;
   const sel = name => root.querySelector("select[name=" + name + "]");
   function option(select, value, text) {
-    const o = document.createElement("option"); o.value = value; o.textContent = text; select.appendChild(o);
+    const o = document.createElement("option");
+    o.value = value;
+    o.textContent = text;
+    select.appendChild(o);
   }
   data.sentences.forEach((s, i) => option(sel("sentence"), i, s.source));
   Object.entries(data.kinds).forEach(([k, name]) => option(sel("kind"), k, name));
@@ -289,10 +465,13 @@ EXPLORER_SCRIPT = """
   for (let h = 0; h < data.heads; h++) option(sel("head"), h, "head " + (h + 1));
   sel("layer").value = data.layer - 1;
   function draw() {
-    const s = data.sentences[+sel("sentence").value], kind = sel("kind").value, layer = +sel("layer").value;
+    const s = data.sentences[+sel("sentence").value];
+    const kind = sel("kind").value, layer = +sel("layer").value;
     const [queries, keys] = s.labels[kind], w = s.weights[kind][layer];
-    const heads = sel("head").value === "all" ? [...Array(data.heads).keys()] : [+sel("head").value];
-    const rowH = 18, height = rowH * Math.max(queries.length, keys.length) + 10, svg = root.querySelector("svg");
+    const heads = sel("head").value === "all"
+      ? [...Array(data.heads).keys()] : [+sel("head").value];
+    const rowH = 18, svg = root.querySelector("svg");
+    const height = rowH * Math.max(queries.length, keys.length) + 10;
     svg.setAttribute("height", height); svg.innerHTML = "";
     const add = (tag, attrs, text) => {
       const e = document.createElementNS(svgNS, tag);
@@ -301,16 +480,19 @@ EXPLORER_SCRIPT = """
       svg.appendChild(e); return e;
     };
     heads.forEach(h => w[h].forEach((row, i) => row.forEach((v, j) => {
-      if (v >= 0.02) add("line", {x1: 150, y1: rowH * i + 14, x2: 310, y2: rowH * j + 14, stroke: colours[h % 10],
-                                  "stroke-opacity": v, "stroke-width": 2, "data-q": i, "class": "at-mark"});
+      if (v >= 0.02) add("line", {
+        x1: 150, y1: rowH * i + 14, x2: 310, y2: rowH * j + 14, stroke: colours[h % 10],
+        "stroke-opacity": v, "stroke-width": 2, "data-q": i, "class": "at-mark"});
     })));
-    queries.forEach((t, i) => add("text", {x: 144, y: rowH * i + 18, "text-anchor": "end", "data-q": i,
-                                           "class": "at-query"}, t));
+    queries.forEach((t, i) => add("text", {
+      x: 144, y: rowH * i + 18, "text-anchor": "end", "data-q": i, "class": "at-query"
+    }, t));
     keys.forEach((t, j) => add("text", {x: 316, y: rowH * j + 18}, t));
     svg.querySelectorAll("text.at-query").forEach(t => {
       t.addEventListener("mouseenter", () => svg.querySelectorAll("line").forEach(
         l => l.style.display = l.dataset.q === t.dataset.q ? "" : "none"));
-      t.addEventListener("mouseleave", () => svg.querySelectorAll("line").forEach(l => l.style.display = ""));
+      t.addEventListener("mouseleave", () => svg.querySelectorAll("line").forEach(
+        l => l.style.display = ""));
     });
     const state = [sel("sentence").value, kind, layer, sel("head").value];
     root.dataset.drawn = state.concat([svg.querySelectorAll("line").length]).join(",");
@@ -322,30 +504,59 @@ EXPLORER_SCRIPT = """
 
 
 def explorer_data(sentences: list[SentenceAttention], digits: int = 2) -> dict:
-    """What the explorer embeds: labels and weights[kind][layer][head][query][key], rounded."""
+    """What the explorer embeds: labels and weights[kind][layer][head][query][key],
+    rounded."""
     first = sentences[0].encoder.shape
-    return {"layers": first[0], "heads": first[1], "layer": default_layer(first[0]), "kinds": KINDS, "sentences": [
-        {"source": s.source, "target": s.target,
-         "labels": {kind: s.labels(kind) for kind in KINDS},
-         "weights": {kind: np.round(s.weights(kind).astype(np.float64), digits).tolist() for kind in KINDS}}
-        for s in sentences]}
+    return {
+        "layers": first[0],
+        "heads": first[1],
+        "layer": default_layer(first[0]),
+        "kinds": KINDS,
+        "sentences": [
+            {
+                "source": s.source,
+                "target": s.target,
+                "labels": {kind: s.labels(kind) for kind in KINDS},
+                "weights": {
+                    kind: np.round(s.weights(kind).astype(np.float64), digits).tolist()
+                    for kind in KINDS
+                },
+            }
+            for s in sentences
+        ],
+    }
 
 
 def explorer(sentences: list[SentenceAttention]) -> str:
-    """A self-contained HTML fragment: selectors for sentence, kind, layer and head; hover a word for its lines."""
+    """A self-contained HTML fragment: selectors for sentence, kind, layer and head;
+    hover a word for its lines."""
     element = f"at-explorer-{uuid.uuid4().hex[:8]}"
-    payload = json.dumps(explorer_data(sentences), ensure_ascii=False).replace("</", "<\\/")
+    payload = json.dumps(explorer_data(sentences), ensure_ascii=False).replace(
+        "</", "<\\/"
+    )
     colours = json.dumps([matplotlib.colors.to_hex(rgb) for rgb in HEAD_COLOURS])
-    script = EXPLORER_SCRIPT.replace("__ROOT__", json.dumps(element)).replace("__COLOURS__", colours)
-    selects = "".join(f'<label>{html.escape(n)} <select name="{n}"></select></label> '
-                      for n in ("sentence", "kind", "layer", "head"))
-    legend = "".join(f'<span style="color:{matplotlib.colors.to_hex(head_colour(h))};white-space:nowrap">'
-                     f"&#9473;&#9473; head {h}</span> " for h in range(1, sentences[0].encoder.shape[1] + 1))
-    return (f'<div class="at-explorer" id="{element}" style="font:13px sans-serif">{selects}'
-            f'<div class="at-legend" style="margin:4px 0">{legend}</div>'
-            f'<script type="application/json" class="at-data">{payload}</script>'
-            f'<div style="overflow-x:auto"><svg width="520" height="100" style="display:block"></svg></div>'
-            f"<script>{script}</script></div>")
+    script = EXPLORER_SCRIPT.replace("__ROOT__", json.dumps(element)).replace(
+        "__COLOURS__", colours
+    )
+    selects = "".join(
+        f'<label>{html.escape(n)} <select name="{n}"></select></label> '
+        for n in ("sentence", "kind", "layer", "head")
+    )
+    legend = "".join(
+        f'<span style="color:{matplotlib.colors.to_hex(head_colour(h))};'
+        'white-space:nowrap">'
+        f"&#9473;&#9473; head {h}</span> "
+        for h in range(1, sentences[0].encoder.shape[1] + 1)
+    )
+    return (
+        f'<div class="at-explorer" id="{element}" style="font:13px '
+        f'sans-serif">{selects}'
+        f'<div class="at-legend" style="margin:4px 0">{legend}</div>'
+        f'<script type="application/json" class="at-data">{payload}</script>'
+        '<div style="overflow-x:auto"><svg width="520" height="100" '
+        'style="display:block"></svg></div>'
+        f"<script>{script}</script></div>"
+    )
 
 
 def numbers(text: str) -> list[int]:
@@ -356,9 +567,13 @@ def numbers(text: str) -> list[int]:
         try:
             span = range(int(first), int(last or first) + 1)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r}: write numbers like 3, 1,4 or 2-5") from None
+            raise argparse.ArgumentTypeError(
+                f"{text!r}: write numbers like 3, 1,4 or 2-5"
+            ) from None
         if not span:
-            raise argparse.ArgumentTypeError(f"{part!r} is an empty range: write the smaller number first")
+            raise argparse.ArgumentTypeError(
+                f"{part!r} is an empty range: write the smaller number first"
+            )
         result += list(span)
     return result
 
@@ -366,40 +581,99 @@ def numbers(text: str) -> list[int]:
 def build_parser() -> argparse.ArgumentParser:
     parser = command_parser(
         "visualize",
-        "Draw the attention of a trained model on a sentence: the paper's line view (Figures "
-        "3-5), a grid of heatmaps of every layer and head, or an interactive HTML explorer that needs no "
-        "network. Weights come from a run (--run/--checkpoint) or from a file saved with --save (--stored).")
+        "Draw the attention of a trained model on a sentence: the paper's line view "
+        "(Figures "
+        "3-5), a grid of heatmaps of every layer and head, or an interactive HTML "
+        "explorer that needs no "
+        "network. Weights come from a run (--run/--checkpoint) or from a file saved "
+        "with --save (--stored).",
+    )
     parser.add_argument("sentence", nargs="?", help="source sentence (or use -i)")
-    parser.add_argument("-i", "--input", type=Path, help="file with one source sentence per line")
-    parser.add_argument("--target", help="target sentence to attend over (default: the model's translation)")
-    parser.add_argument("--stored", type=Path, help="weights saved with --save, instead of a model")
-    parser.add_argument("--index", type=int, default=1, help="which sentence of -i or --stored (from 1; default 1)")
-    parser.add_argument("--kind", choices=list(KINDS), default="encoder", help="attention to draw (default: encoder)")
-    parser.add_argument("--layer", type=int, help="layer to draw, from 1 (line view default: the second-to-last, "
-                        "where the paper's layer 5 of 6 sits)")
-    parser.add_argument("--heads", type=numbers, help="heads, from 1: '3', '1,4' or '2-5' (default: all)")
-    parser.add_argument("--query", action="append", help="draw only the lines from this word (repeatable)")
-    parser.add_argument("--pieces", action="store_true", help="keep subword pieces instead of merging words")
-    parser.add_argument("--view", choices=["line", "grid", "explorer"], default="line", help="default: line")
-    parser.add_argument("-o", "--output", type=Path, help="PNG, SVG or PDF for line and grid, HTML for explorer")
-    parser.add_argument("--save", type=Path, help="capture every sentence of -i (or the sentence) into this .npz")
+    parser.add_argument(
+        "-i", "--input", type=Path, help="file with one source sentence per line"
+    )
+    parser.add_argument(
+        "--target",
+        help="target sentence to attend over (default: the model's translation)",
+    )
+    parser.add_argument(
+        "--stored", type=Path, help="weights saved with --save, instead of a model"
+    )
+    parser.add_argument(
+        "--index",
+        type=int,
+        default=1,
+        help="which sentence of -i or --stored (from 1; default 1)",
+    )
+    parser.add_argument(
+        "--kind",
+        choices=list(KINDS),
+        default="encoder",
+        help="attention to draw (default: encoder)",
+    )
+    parser.add_argument(
+        "--layer",
+        type=int,
+        help="layer to draw, from 1 (line view default: the second-to-last, "
+        "where the paper's layer 5 of 6 sits)",
+    )
+    parser.add_argument(
+        "--heads",
+        type=numbers,
+        help="heads, from 1: '3', '1,4' or '2-5' (default: all)",
+    )
+    parser.add_argument(
+        "--query",
+        action="append",
+        help="draw only the lines from this word (repeatable)",
+    )
+    parser.add_argument(
+        "--pieces",
+        action="store_true",
+        help="keep subword pieces instead of merging words",
+    )
+    parser.add_argument(
+        "--view",
+        choices=["line", "grid", "explorer"],
+        default="line",
+        help="default: line",
+    )
+    parser.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        help="PNG, SVG or PDF for line and grid, HTML for explorer",
+    )
+    parser.add_argument(
+        "--save",
+        type=Path,
+        help="capture every sentence of -i (or the sentence) into this .npz",
+    )
     add_model_arguments(parser, batches=False)  # one sentence is translated at a time
     return parser
 
 
 def sentences_from(args) -> list[SentenceAttention]:
-    """The captured sentences: loaded with --stored, else captured from the model of --run/--checkpoint."""
+    """The captured sentences: loaded with --stored, else captured from the model of
+    --run/--checkpoint."""
     if args.stored:
         stored = load_attention(args.stored)[0]
         if not 1 <= args.index <= len(stored):
-            raise ValueError(f"--index {args.index}: {args.stored} holds sentences 1 to {len(stored)}")
+            raise ValueError(
+                f"--index {args.index}: {args.stored} holds sentences 1 to "
+                f"{len(stored)}"
+            )
         return stored
     if args.input is not None:
         if not args.input.is_file():
             raise ValueError(f"{args.input} does not exist")
-        lines = [line for line in split_lines(args.input.read_text(encoding="utf-8")) if line]
+        lines = [
+            line for line in split_lines(args.input.read_text(encoding="utf-8")) if line
+        ]
         if not lines:
-            raise ValueError(f"{args.input} has no sentence: write one source sentence per line")
+            raise ValueError(
+                f"{args.input} has no sentence: write one source sentence per line"
+            )
     elif args.sentence is not None:
         if not args.sentence.strip():
             raise ValueError("the sentence is empty: give at least one word")
@@ -409,17 +683,35 @@ def sentences_from(args) -> list[SentenceAttention]:
     if not 1 <= args.index <= len(lines):
         raise ValueError(f"--index {args.index}: there are sentences 1 to {len(lines)}")
     if args.target is not None and (len(lines) > 1 and args.save is not None):
-        raise ValueError("--target gives the translation of one sentence; do not combine it with several")
+        raise ValueError(
+            "--target gives the translation of one sentence; do not combine it with "
+            "several"
+        )
     model, sp, settings, paths, device = model_from_args(args)
-    if args.save is None and args.view != "explorer":  # one sentence is drawn: capture only that one
+    # one sentence is drawn: capture only that one
+    if args.save is None and args.view != "explorer":
         lines = [lines[args.index - 1]]
     decode_settings = decoding_from_args(args)
-    captured = [capture(model, sp, line, args.target, device, decode_settings)
-                for line in tqdm(lines, desc="capturing", unit="sentence", disable=not args.progress or len(lines) < 2)]
+    captured = [
+        capture(model, sp, line, args.target, device, decode_settings)
+        for line in tqdm(
+            lines,
+            desc="capturing",
+            unit="sentence",
+            disable=not args.progress or len(lines) < 2,
+        )
+    ]
     if args.save is not None:
         command = "python -m annotated_transformer.visualize " + " ".join(sys.argv[1:])
-        save_attention(args.save, captured, {"command": command, "checkpoints": [p.name for p in paths],
-                                             "model": settings["model"]})
+        save_attention(
+            args.save,
+            captured,
+            {
+                "command": command,
+                "checkpoints": [p.name for p in paths],
+                "model": settings["model"],
+            },
+        )
         print(f"saved the attention of {len(captured)} sentence(s) to {args.save}")
     return captured
 
@@ -429,7 +721,9 @@ def choose(args, sentences: list[SentenceAttention]) -> SentenceAttention:
     if args.stored and args.sentence:
         matches = [s for s in sentences if s.source == args.sentence]
         if not matches:
-            raise ValueError(f"{args.stored} has no sentence {args.sentence!r}; use --index")
+            raise ValueError(
+                f"{args.stored} has no sentence {args.sentence!r}; use --index"
+            )
         return matches[0]
     return sentences[0] if len(sentences) == 1 else sentences[args.index - 1]
 
@@ -437,7 +731,10 @@ def choose(args, sentences: list[SentenceAttention]) -> SentenceAttention:
 def draw(args, sentences: list[SentenceAttention]) -> None:
     if args.view == "explorer":
         shown = [s if args.pieces else word_level(s) for s in sentences]
-        page = f'<!doctype html><meta charset="utf-8"><title>attention</title>{explorer(shown)}'
+        page = (
+            "<!doctype html><meta "
+            f'charset="utf-8"><title>attention</title>{explorer(shown)}'
+        )
         target = args.output or Path("attention.html")
         target.write_text(page, encoding="utf-8")
         print(f"wrote {target}")
@@ -448,7 +745,12 @@ def draw(args, sentences: list[SentenceAttention]) -> None:
         ax = line_view(attn, args.kind, args.layer, args.heads, args.query)
         fig = ax.figure
     else:
-        fig = grid_view(attn, args.kind, layers=None if args.layer is None else [args.layer], heads=args.heads)
+        fig = grid_view(
+            attn,
+            args.kind,
+            layers=None if args.layer is None else [args.layer],
+            heads=args.heads,
+        )
     target = args.output or Path(f"attention-{args.view}.png")
     fig.savefig(target, dpi=150, bbox_inches="tight")
     print(f"wrote {target}")
@@ -456,7 +758,8 @@ def draw(args, sentences: list[SentenceAttention]) -> None:
 
 @command(parser=build_parser)
 def main(args: argparse.Namespace) -> int:
-    for path, option in ((args.output, "-o"), (args.save, "--save")):  # before any work, as in translate
+    # before any work, as in translate
+    for path, option in ((args.output, "-o"), (args.save, "--save")):
         if path is not None:
             check_writable(path, option)
     sentences = sentences_from(args)

@@ -6,15 +6,21 @@ from pathlib import Path
 
 import pytest
 
-EN = ("the a red blue green big small old young cat dog bird horse man woman child "
-      "runs sleeps eats sees jumps sings").split()
-DE = ("der ein rote blaue grüne große kleine alte junge katze hund vogel pferd mann frau kind "
-      "läuft schläft isst sieht springt singt").split()
+EN = (
+    "the a red blue green big small old young cat dog bird horse man woman child "
+    "runs sleeps eats sees jumps sings"
+).split()
+DE = (
+    "der ein rote blaue grüne große kleine alte junge katze hund vogel pferd mann frau "
+    "kind "
+    "läuft schläft isst sieht springt singt"
+).split()
 LEXICON = dict(zip(EN, DE))
 
 
 def synthetic_pairs(n: int, seed: int) -> list[tuple[str, str]]:
-    """Word-for-word 'translations' over a 22-word lexicon: learnable, and no network needed."""
+    """Word-for-word 'translations' over a 22-word lexicon: learnable, and no network
+    needed."""
     rng = random.Random(seed)
     pairs = []
     for _ in range(n):
@@ -34,14 +40,19 @@ def text_corpus(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("corpus")
     for split, n, seed in (("train", 400, 0), ("valid", 30, 1), ("test", 20, 2)):
         pairs = synthetic_pairs(n, seed)
-        (root / f"{split}.en").write_text("\n".join(s for s, _ in pairs) + "\n", encoding="utf-8")
-        (root / f"{split}.de").write_text("\n".join(t for _, t in pairs) + "\n", encoding="utf-8")
+        (root / f"{split}.en").write_text(
+            "\n".join(s for s, _ in pairs) + "\n", encoding="utf-8"
+        )
+        (root / f"{split}.de").write_text(
+            "\n".join(t for _, t in pairs) + "\n", encoding="utf-8"
+        )
     return root
 
 
 @pytest.fixture
 def shared_data() -> Path:
-    """The real data directory ($AT_DATA_DIR); tests that need it are skipped without it."""
+    """The real data directory ($AT_DATA_DIR); tests that need it are skipped without
+    it."""
     path = Path(os.environ.get("AT_DATA_DIR", "/nonexistent"))
     if not (path / "wmt14").is_dir():
         pytest.skip("AT_DATA_DIR does not point at a data directory with wmt14/")

@@ -45,12 +45,14 @@ def test_noam_rate_rises_then_decays():
 
 
 class _Scripted(torch.nn.Module):
-    """A stand-in model that emits a fixed token sequence per row, to test decoding control flow."""
+    """A stand-in model that emits a fixed token sequence per row, to test decoding
+    control flow."""
 
     def __init__(self, scripts, vocab=10):
         super().__init__()
         self.scripts, self.vocab = scripts, vocab
-        self.generator = types.SimpleNamespace(proj=self.scores)  # greedy decoding reads scores before the softmax
+        # greedy decoding reads scores before the softmax
+        self.generator = types.SimpleNamespace(proj=self.scores)
 
     def encode(self, src, src_mask):
         return src  # (batch, src_len): each row holds its own row number
@@ -73,18 +75,25 @@ class _Scripted(torch.nn.Module):
 def test_greedy_decoding_stops_at_end_of_sentence_per_row():
     model = _Scripted([[5, EOS, 7, 7, 7], [6, 6, 6, EOS, 7]])
     src = torch.arange(2).unsqueeze(1).expand(2, 3)
-    out = greedy_decode(model, src, None, max_len=10, bos=BOS, eos=EOS, pad=PAD, incremental=False)
-    assert out.tolist() == [[5, EOS, PAD, PAD], [6, 6, 6, EOS]]  # stops as soon as both ended
+    out = greedy_decode(
+        model, src, None, max_len=10, bos=BOS, eos=EOS, pad=PAD, incremental=False
+    )
+    # stops as soon as both ended
+    assert out.tolist() == [[5, EOS, PAD, PAD], [6, 6, 6, EOS]]
     assert strip_special(out, EOS, PAD) == [[5], [6, 6, 6]]
 
 
 def test_copy_task_learns_in_a_thousand_updates():
     task = CopyTask()
-    model, losses = train_copy_task(task, steps=1000, progress=False)  # bounded by updates, not by the clock
+    # bounded by updates, not by the clock
+    model, losses = train_copy_task(task, steps=1000, progress=False)
     assert len(losses) == 1000
-    assert sum(losses[-20:]) / 20 < 0.7 < losses[0]  # from ~ln(13) to near the label-smoothing floor
+    # from ~ln(13) to near the label-smoothing floor
+    assert sum(losses[-20:]) / 20 < 0.7 < losses[0]
     accuracy = copy_accuracy(model, task, n=100, seed=2024)
-    assert accuracy >= 0.95, f"only {accuracy:.0%} of 100 held-out sequences copied exactly"
+    assert accuracy >= 0.95, (
+        f"only {accuracy:.0%} of 100 held-out sequences copied exactly"
+    )
 
 
 def test_command_line_help_and_errors(capsys):
@@ -92,10 +101,19 @@ def test_command_line_help_and_errors(capsys):
         train.main(["--help"])
     assert exit_info.value.code == 0
     help_text = capsys.readouterr().out
-    for option in ("--task", "--max-steps", "--batch-tokens", "--warmup", "--seed", "--device"):
+    for option in (
+        "--task",
+        "--max-steps",
+        "--batch-tokens",
+        "--warmup",
+        "--seed",
+        "--device",
+    ):
         assert option in help_text
     assert train.main(["--task", "copy", "--max-steps", "0"]) == 2
-    assert "--max-steps must be an integer of at least 1, got 0" in capsys.readouterr().err
+    assert (
+        "--max-steps must be an integer of at least 1, got 0" in capsys.readouterr().err
+    )
 
 
 def test_command_line_trains_and_reports(capsys):

@@ -1,4 +1,5 @@
-"""Data loading (§5.1): readers, clear errors, the corpus registry, the vocabulary, token batching."""
+"""Data loading (§5.1): readers, clear errors, the corpus registry, the vocabulary,
+token batching."""
 
 import gzip
 import html
@@ -19,7 +20,10 @@ def test_read_parallel_reads_plain_and_gzip(tmp_path):
     (tmp_path / "a.en").write_text("one\ntwo\n", encoding="utf-8")
     with gzip.open(tmp_path / "a.de.gz", "wt", encoding="utf-8") as f:
         f.write("eins\nzwei\n")
-    assert data.read_parallel(tmp_path / "a.en", tmp_path / "a.de.gz") == [("one", "eins"), ("two", "zwei")]
+    assert data.read_parallel(tmp_path / "a.en", tmp_path / "a.de.gz") == [
+        ("one", "eins"),
+        ("two", "zwei"),
+    ]
 
 
 def test_mismatched_line_counts_name_both_files(tmp_path):
@@ -45,13 +49,17 @@ def test_undecodable_bytes_name_file_and_line(tmp_path):
 
 def test_sgml_reader_decodes_entities(tmp_path):
     sgm = tmp_path / "t.sgm"
-    sgm.write_text('<srcset setid="x">\n<doc docid="d">\n<seg id="1">Tom &amp; Jerry &quot;hi&quot;</seg>\n'
-                   '<seg id="2">Zwei</seg>\n</doc>\n</srcset>\n')
+    sgm.write_text(
+        '<srcset setid="x">\n<doc docid="d">\n<seg id="1">Tom &amp; Jerry '
+        "&quot;hi&quot;</seg>\n"
+        '<seg id="2">Zwei</seg>\n</doc>\n</srcset>\n'
+    )
     assert data.read_sgml(sgm) == ['Tom & Jerry "hi"', "Zwei"]
 
 
 def _wmt14_fixture(root, pairs):
-    """The layouts the WMT14 loader reads: Parquet training files and a sacreBLEU cache."""
+    """The layouts the WMT14 loader reads: Parquet training files and a sacreBLEU
+    cache."""
     train = root / "wmt14" / "de-en"
     train.mkdir(parents=True)
     table = pa.table({"translation": [{"de": de, "en": en} for en, de in pairs]})
@@ -67,42 +75,69 @@ def test_wmt14_from_parquet_and_sacrebleu_cache(tmp_path, synthetic_pairs):
     pairs = synthetic_pairs(5, seed=3)
     _wmt14_fixture(tmp_path, pairs)
     assert load_pairs("wmt14", "train", "en", "de", tmp_path) == pairs
-    assert load_pairs("wmt14", "train", "de", "en", tmp_path) == [(de, en) for en, de in pairs]
+    assert load_pairs("wmt14", "train", "de", "en", tmp_path) == [
+        (de, en) for en, de in pairs
+    ]
     assert load_pairs("wmt14", "test", "en", "de", tmp_path) == pairs
 
 
-def test_a_test_set_missing_from_the_data_directory_comes_from_sacrebleus_cache(tmp_path, monkeypatch):
+def test_a_test_set_missing_from_the_data_directory_comes_from_sacrebleus_cache(
+    tmp_path, monkeypatch
+):
     import sacrebleu.utils
 
-    elsewhere = tmp_path / "sacrebleu-home" / "wmt13"  # sacreBLEU's own cache, not under the data directory
+    # sacreBLEU's own cache, not under the data directory
+    elsewhere = tmp_path / "sacrebleu-home" / "wmt13"
     elsewhere.mkdir(parents=True)
     (elsewhere / "wmt13.en-de.src").write_text("One.\nTwo.\n")
     (elsewhere / "wmt13.en-de.ref").write_text("Eins.\nZwei.\n")
     asked = []
-    monkeypatch.setattr(sacrebleu.utils, "get_source_file",
-                        lambda test_set, pair: asked.append((test_set, pair)) or str(elsewhere / f"wmt13.{pair}.src"))
-    monkeypatch.setattr(sacrebleu.utils, "get_reference_files",
-                        lambda test_set, pair: [str(elsewhere / f"wmt13.{pair}.ref")])
-    assert load_pairs("wmt14", "dev", "en", "de", tmp_path / "data") == [("One.", "Eins."), ("Two.", "Zwei.")]
+    monkeypatch.setattr(
+        sacrebleu.utils,
+        "get_source_file",
+        lambda test_set, pair: (
+            asked.append((test_set, pair)) or str(elsewhere / f"wmt13.{pair}.src")
+        ),
+    )
+    monkeypatch.setattr(
+        sacrebleu.utils,
+        "get_reference_files",
+        lambda test_set, pair: [str(elsewhere / f"wmt13.{pair}.ref")],
+    )
+    assert load_pairs("wmt14", "dev", "en", "de", tmp_path / "data") == [
+        ("One.", "Eins."),
+        ("Two.", "Zwei."),
+    ]
     assert asked == [("wmt13", "en-de")]
-    assert not (tmp_path / "data").exists()  # nothing is written into the data directory
+    # nothing is written into the data directory
+    assert not (tmp_path / "data").exists()
 
 
 def test_wmt14_test_set_from_sgml(tmp_path):
     sgm = tmp_path / "wmt14" / "newstest2014-sgm"
     sgm.mkdir(parents=True)
-    files = (("newstest2014-deen-src.en.sgm", ["A &lt; B", "C"]), ("newstest2014-deen-ref.de.sgm", ["X", "Y"]))
+    files = (
+        ("newstest2014-deen-src.en.sgm", ["A &lt; B", "C"]),
+        ("newstest2014-deen-ref.de.sgm", ["X", "Y"]),
+    )
     for name, lines in files:
-        segs = "".join(f'<seg id="{i}">{line}</seg>\n' for i, line in enumerate(lines, 1))
+        segs = "".join(
+            f'<seg id="{i}">{line}</seg>\n' for i, line in enumerate(lines, 1)
+        )
         (sgm / name).write_text(f"<srcset>\n<doc>\n{segs}</doc>\n</srcset>\n")
-    assert load_pairs("wmt14", "test", "en", "de", tmp_path) == [(html.unescape("A &lt; B"), "X"), ("C", "Y")]
+    assert load_pairs("wmt14", "test", "en", "de", tmp_path) == [
+        (html.unescape("A &lt; B"), "X"),
+        ("C", "Y"),
+    ]
 
 
 def test_parquet_without_translation_column_is_refused(tmp_path):
     folder = tmp_path / "wmt14" / "de-en"
     folder.mkdir(parents=True)
     pq.write_table(pa.table({"text": ["x"]}), folder / "train-0.parquet")
-    with pytest.raises(DataError, match="cannot be read as Parquet with a 'translation' column"):
+    with pytest.raises(
+        DataError, match="cannot be read as Parquet with a 'translation' column"
+    ):
         load_pairs("wmt14", "train", "en", "de", tmp_path)
 
 
@@ -110,7 +145,8 @@ def test_missing_corpus_offline_says_what_to_fetch(tmp_path, monkeypatch):
     def offline(*args):
         raise OSError("network unreachable")
 
-    for fetcher in ("_download", "_fetch_sacrebleu", "_fetch_hf_wmt14"):  # tests never touch the network
+    # tests never touch the network
+    for fetcher in ("_download", "_fetch_sacrebleu", "_fetch_hf_wmt14"):
         monkeypatch.setattr(data, fetcher, offline)
     with pytest.raises(DataError, match=r"multi30k/dataset.*train\.en\.gz.*put it in"):
         load_pairs("multi30k", "train", "en", "de", tmp_path)
@@ -124,8 +160,10 @@ def test_missing_corpus_offline_says_what_to_fetch(tmp_path, monkeypatch):
 
 def test_real_wmt14_test_sets(shared_data):
     test = load_pairs("wmt14", "test", "en", "de", shared_data)
-    assert len(test) == 3003 and test[0] == ("Gutach: Increased safety for pedestrians",
-                                             "Gutach: Noch mehr Sicherheit für Fußgänger")
+    assert len(test) == 3003 and test[0] == (
+        "Gutach: Increased safety for pedestrians",
+        "Gutach: Noch mehr Sicherheit für Fußgänger",
+    )
     assert len(load_pairs("wmt14", "dev", "en", "de", shared_data)) == 3000
     assert len(load_pairs("wmt14", "test", "en", "fr", shared_data)) == 3003
     assert len(load_pairs("wmt14", "sample", "en", "de", shared_data)) == 10000
@@ -133,7 +171,10 @@ def test_real_wmt14_test_sets(shared_data):
 
 
 def test_filtering_reports_what_it_drops(tmp_path, synthetic_pairs):
-    pairs = synthetic_pairs(300, seed=0) + [("", "leer"), ("the cat " * 40, "der katze " * 40)]
+    pairs = synthetic_pairs(300, seed=0) + [
+        ("", "leer"),
+        ("the cat " * 40, "der katze " * 40),
+    ]
     sp = data.train_shared_vocab(pairs, 60, tmp_path)
     kept, report = data.encode_pairs(sp, pairs, max_tokens=50)
     assert len(kept) == 300
@@ -146,7 +187,10 @@ def test_vocabulary_is_cached_by_content_and_settings(tmp_path, synthetic_pairs)
     files = sorted(tmp_path.glob("*.model"))
     mtime = files[0].stat().st_mtime_ns
     second = data.train_shared_vocab(pairs, 60, tmp_path)
-    assert sorted(tmp_path.glob("*.model")) == files and files[0].stat().st_mtime_ns == mtime
+    assert (
+        sorted(tmp_path.glob("*.model")) == files
+        and files[0].stat().st_mtime_ns == mtime
+    )
     assert first.encode("the red cat") == second.encode("the red cat")
     data.train_shared_vocab(pairs, 70, tmp_path)  # other settings: another file
     data.train_shared_vocab(pairs[:-1], 60, tmp_path)  # other data: another file
@@ -161,32 +205,54 @@ def test_token_batches_cover_each_pair_once_within_budget():
     assert sorted(i for b in batches for i in b) == list(range(500))
     for b in batches:  # real tokens of each side within the budget...
         assert sum(src[i] for i in b) <= 120 and sum(tgt[i] for i in b) <= 120
-    full = sum(1 for b in batches if max(sum(src[i] for i in b), sum(tgt[i] for i in b)) > 120 - 23)
-    assert full >= len(batches) - 2  # ...and filled up to it, except the last batch of a length
+    full = sum(
+        1
+        for b in batches
+        if max(sum(src[i] for i in b), sum(tgt[i] for i in b)) > 120 - 23
+    )
+    # ...and filled up to it, except the last batch of a length
+    assert full >= len(batches) - 2
     assert TokenBatches(src, tgt, 120, seed=3).epoch(0) == batches  # reproducible
-    assert TokenBatches(src, tgt, 120, seed=3).epoch(1) != batches  # reshuffled every epoch
-    assert TokenBatches([500], [3], 120).epoch(0) == [[0]]  # an over-long pair gets a batch of its own
+    # reshuffled every epoch
+    assert TokenBatches(src, tgt, 120, seed=3).epoch(1) != batches
+    # an over-long pair gets a batch of its own
+    assert TokenBatches([500], [3], 120).epoch(0) == [[0]]
 
 
-def test_the_token_cache_holds_what_encode_pairs_keeps_and_gathers_the_same_batches(synthetic_pairs, tmp_path):
-    pairs = synthetic_pairs(500, seed=4) + [("", "leer"), ("word " * 60, "kurz")]  # one empty, one too long
+def test_the_token_cache_holds_what_encode_pairs_keeps_and_gathers_the_same_batches(
+    synthetic_pairs, tmp_path
+):
+    # one empty, one too long
+    pairs = synthetic_pairs(500, seed=4) + [("", "leer"), ("word " * 60, "kurz")]
     sp = data.train_shared_vocab(pairs, 60, tmp_path / "vocab")
     kept, _ = data.encode_pairs(sp, pairs, max_tokens=40)
     chunks = [pairs[k : k + 128] for k in range(0, len(pairs), 128)]
     cache = speed.token_cache(tmp_path / "cache", sp, chunks, max_tokens=40)
     assert len(cache) == len(kept) and [cache[i] for i in range(len(cache))] == kept
-    assert cache.meta == {"dtype": "uint16", "pairs": 502, "kept": len(kept), "empty": 1, "too_long": 1}
+    assert cache.meta == {
+        "dtype": "uint16",
+        "pairs": 502,
+        "kept": len(kept),
+        "empty": 1,
+        "too_long": 1,
+    }
     lengths = data.pair_lengths(cache)
     assert lengths == ([len(s) + 1 for s, _ in kept], [len(t) + 1 for _, t in kept])
-    for batches in (TokenBatches(*lengths, 200, seed=1), speed.ShapedBatches(*lengths, 200, buckets=3, seed=1)):
-        for indices in batches.epoch(0):  # gathered from the map: the tensors collated from the lists
+    for batches in (
+        TokenBatches(*lengths, 200, seed=1),
+        speed.ShapedBatches(*lengths, 200, buckets=3, seed=1),
+    ):
+        # gathered from the map: the tensors collated from the lists
+        for indices in batches.epoch(0):
             got, want = batches.collate(cache, indices), batches.collate(kept, indices)
             for name in ("src", "tgt_in", "tgt_out", "src_mask", "tgt_mask"):
                 assert torch.equal(getattr(got, name), getattr(want, name)), name
             assert got.n_tokens == want.n_tokens
 
 
-def test_the_token_cache_is_built_once_and_later_calls_map_it(synthetic_pairs, tmp_path):
+def test_the_token_cache_is_built_once_and_later_calls_map_it(
+    synthetic_pairs, tmp_path
+):
     pairs = synthetic_pairs(200, seed=5)
     sp = data.train_shared_vocab(pairs, 60, tmp_path / "vocab")
     folder = tmp_path / "cache"
@@ -197,11 +263,13 @@ def test_the_token_cache_is_built_once_and_later_calls_map_it(synthetic_pairs, t
         raise AssertionError("the corpus was encoded a second time")
         yield
 
-    second = speed.token_cache(folder, sp, must_not_encode())  # finds the finished cache and maps it
+    # finds the finished cache and maps it
+    second = speed.token_cache(folder, sp, must_not_encode())
     assert (folder / "src.ids").stat().st_mtime_ns == stamp and second[7] == first[7]
     with pytest.raises(DataError, match="no pair is left"):
         speed.token_cache(tmp_path / "none", sp, [[("", "")]])
-    assert not (tmp_path / "none" / "meta.json").exists()  # a failed build leaves no cache that looks finished
+    # a failed build leaves no cache that looks finished
+    assert not (tmp_path / "none" / "meta.json").exists()
 
 
 def _build_cache_in_a_process(folder: str, vocab: str, pairs: list, marks: str) -> None:
@@ -210,30 +278,40 @@ def _build_cache_in_a_process(folder: str, vocab: str, pairs: list, marks: str) 
     def chunks():
         with open(marks, "a") as f:
             f.write("encoding\n")
-        time.sleep(0.5)  # long enough for the other process to arrive while this one holds the lock
+        # long enough for the other process to arrive while this one holds the lock
+        time.sleep(0.5)
         yield pairs
 
-    cache = speed.token_cache(Path(folder), spm.SentencePieceProcessor(model_file=vocab), chunks())
+    cache = speed.token_cache(
+        Path(folder), spm.SentencePieceProcessor(model_file=vocab), chunks()
+    )
     assert len(cache) == len(pairs)
 
 
-def test_of_two_processes_one_encodes_and_the_other_waits_and_maps(synthetic_pairs, tmp_path):
+def test_of_two_processes_one_encodes_and_the_other_waits_and_maps(
+    synthetic_pairs, tmp_path
+):
     pairs = synthetic_pairs(100, seed=6)
     data.train_shared_vocab(pairs, 60, tmp_path / "vocab")
     vocab = str(next((tmp_path / "vocab").glob("*.model")))
     marks = tmp_path / "marks"
     context = multiprocessing.get_context("spawn")
     args = (str(tmp_path / "cache"), vocab, pairs, str(marks))
-    processes = [context.Process(target=_build_cache_in_a_process, args=args) for _ in range(2)]
+    processes = [
+        context.Process(target=_build_cache_in_a_process, args=args) for _ in range(2)
+    ]
     for process in processes:
         process.start()
     for process in processes:
         process.join()
     assert [process.exitcode for process in processes] == [0, 0]
-    assert marks.read_text().splitlines() == ["encoding"]  # one of them encoded; the other only mapped
+    # one of them encoded; the other only mapped
+    assert marks.read_text().splitlines() == ["encoding"]
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="pinned host memory needs a GPU")
+@pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="pinned host memory needs a GPU"
+)
 def test_a_batch_reaches_the_gpu_through_pinned_memory_unchanged():
     from annotated_transformer.data import Batch
 
@@ -242,5 +320,7 @@ def test_a_batch_reaches_the_gpu_through_pinned_memory_unchanged():
     moved = batch.to("cuda")
     torch.cuda.synchronize()
     for name in ("src", "tgt_in", "tgt_out", "src_mask", "tgt_mask"):
-        assert getattr(moved, name).is_cuda and torch.equal(getattr(moved, name).cpu(), getattr(batch, name))
+        assert getattr(moved, name).is_cuda and torch.equal(
+            getattr(moved, name).cpu(), getattr(batch, name)
+        )
     assert moved.n_tokens == batch.n_tokens == 5

@@ -1,10 +1,17 @@
-"""The assembled model (§3): causality, weight tying, post-norm, Table 3 sizes, configuration checks."""
+"""The assembled model (§3): causality, weight tying, post-norm, Table 3 sizes,
+configuration checks."""
 
 import pytest
 import torch
 import torch.nn.functional as F
 
-from annotated_transformer.config import BASE, PRESETS, TABLE3_ROWS, TransformerConfig, preset
+from annotated_transformer.config import (
+    BASE,
+    PRESETS,
+    TABLE3_ROWS,
+    TransformerConfig,
+    preset,
+)
 from annotated_transformer.layers import subsequent_mask
 from annotated_transformer.model import count_parameters, make_model
 
@@ -31,7 +38,8 @@ def test_decoder_is_causal(norm_first):
         changed[:, i + 1 :] = torch.randint(3, 50, changed[:, i + 1 :].shape)
         after = _decoder_log_probs(model, src, changed)
         torch.testing.assert_close(after[:, : i + 1], before[:, : i + 1])
-        # ...and the change is visible afterwards, so the test can tell a broken mask apart.
+        # ...and the change is visible afterwards, so the test can tell a broken mask
+        # apart.
         assert not torch.allclose(after[:, i + 1 :], before[:, i + 1 :])
 
 
@@ -42,7 +50,9 @@ def test_three_way_weight_tying_is_one_tensor():
     # One Parameter: counted once, and a gradient from any use lands in the same place.
     names = [n for n, p in model.named_parameters() if p is src_w]
     assert len(names) == 1
-    log_probs = _decoder_log_probs(model, torch.randint(3, 50, (2, 5)), torch.randint(3, 50, (2, 4)))
+    log_probs = _decoder_log_probs(
+        model, torch.randint(3, 50, (2, 5)), torch.randint(3, 50, (2, 4))
+    )
     log_probs.sum().backward()
     assert src_w.grad is not None and src_w.grad.abs().sum() > 0
 
@@ -60,13 +70,19 @@ def test_sublayers_are_post_norm_by_default():
     mask = torch.ones(2, 1, 6, dtype=torch.bool)
     norm1, norm2 = layer.sublayers[0].norm, layer.sublayers[1].norm
     # LayerNorm(x + Sublayer(x)), twice, computed by hand from the layer's own parts.
-    h = F.layer_norm(x + layer.self_attn(x, x, x, mask), (32,), norm1.weight, norm1.bias, norm1.eps)
-    expected = F.layer_norm(h + layer.feed_forward(h), (32,), norm2.weight, norm2.bias, norm2.eps)
+    h = F.layer_norm(
+        x + layer.self_attn(x, x, x, mask), (32,), norm1.weight, norm1.bias, norm1.eps
+    )
+    expected = F.layer_norm(
+        h + layer.feed_forward(h), (32,), norm2.weight, norm2.bias, norm2.eps
+    )
     out = layer(x, mask)
     torch.testing.assert_close(out, expected)
     # A post-norm output is normalized at every position; no extra norm ends the stack.
     torch.testing.assert_close(out.mean(-1), torch.zeros(2, 6), atol=1e-5, rtol=0)
-    assert isinstance(model.encoder.norm, torch.nn.Identity) and isinstance(model.decoder.norm, torch.nn.Identity)
+    assert isinstance(model.encoder.norm, torch.nn.Identity) and isinstance(
+        model.decoder.norm, torch.nn.Identity
+    )
 
 
 def test_pre_norm_option_normalizes_before_the_sublayer():
@@ -83,7 +99,8 @@ def test_pre_norm_option_normalizes_before_the_sublayer():
 
 
 def test_parameter_counts_match_table_3():
-    # Table 3 with a 37000-token shared vocabulary and three-way tying: ~63.1M (base), ~214M (big).
+    # Table 3 with a 37000-token shared vocabulary and three-way tying: ~63.1M (base),
+    # ~214M (big).
     base = count_parameters(make_model(preset("base").replace(vocab_size=37000)))
     big = count_parameters(make_model(preset("big").replace(vocab_size=37000)))
     assert abs(base - 63.1e6) <= 0.5e6, base
@@ -96,11 +113,15 @@ def test_parameter_count_by_hand_for_a_small_model():
     ffn = d * f + f + f * d + d
     encoder_layer = attention + ffn + 2 * 2 * d
     decoder_layer = 2 * attention + ffn + 3 * 2 * d
-    assert count_parameters(make_model(SMALL)) == n * (encoder_layer + decoder_layer) + v * d
+    assert (
+        count_parameters(make_model(SMALL))
+        == n * (encoder_layer + decoder_layer) + v * d
+    )
 
 
-# Table 3 of the paper as FACTS.md gives it: (N, d_model, d_ff, h, d_k, d_v, P_drop, eps_ls, positional) per
-# row, blanks filled from base, and the parameter count (millions) where the table has one.
+# Table 3 of the paper as FACTS.md gives it: (N, d_model, d_ff, h, d_k, d_v, P_drop,
+# eps_ls, positional) per row, blanks filled from base, and the parameter count
+# (millions) where the table has one.
 TABLE3 = {
     "base": ((6, 512, 2048, 8, 64, 64, 0.1, 0.1, "sinusoidal"), 65),
     "A-h1": ((6, 512, 2048, 1, 512, 512, 0.1, 0.1, "sinusoidal"), None),
@@ -129,10 +150,21 @@ TABLE3 = {
 def test_each_preset_is_its_table_3_row(name):
     c = PRESETS[name]
     row, millions = TABLE3[name]
-    assert (c.n_layers, c.d_model, c.d_ff, c.n_heads, *c.head_dims, c.dropout, c.label_smoothing, c.positional) == row
+    assert (
+        c.n_layers,
+        c.d_model,
+        c.d_ff,
+        c.n_heads,
+        *c.head_dims,
+        c.dropout,
+        c.label_smoothing,
+        c.positional,
+    ) == row
     assert (c.norm_first, c.tie_embeddings) == (False, True)
-    if millions is not None:  # a 37,000-token shared vocabulary, three-way tied; the table rounds, and counts
-        with torch.device("meta"):  # about 2M more at d_model 512 than the layers hold (FACTS.md)
+    # a 37,000-token shared vocabulary, three-way tied; the table rounds, and counts
+    if millions is not None:
+        # about 2M more at d_model 512 than the layers hold (FACTS.md)
+        with torch.device("meta"):
             ours = count_parameters(make_model(c.replace(vocab_size=37000))) / 1e6
         assert abs(ours - millions) <= max(3.0, 0.03 * millions), (ours, millions)
 
@@ -164,39 +196,61 @@ def test_unknown_preset_lists_the_valid_ones():
 
 def test_dropout_sits_where_section_5_4_puts_it():
     model = make_model(BASE.replace(vocab_size=100, n_layers=1))
-    rates = {name: m.p for name, m in model.named_modules() if isinstance(m, torch.nn.Dropout)}
-    residual = [n for n in rates if ".sublayers." in n]  # 2 sub-layers in the encoder layer, 3 in the decoder
+    rates = {
+        name: m.p
+        for name, m in model.named_modules()
+        if isinstance(m, torch.nn.Dropout)
+    }
+    # 2 sub-layers in the encoder layer, 3 in the decoder
+    residual = [n for n in rates if ".sublayers." in n]
     embedding_sums = [n for n in rates if n.startswith(("src_embed", "tgt_embed"))]
     attention_weights = [n for n in rates if n.endswith("attn.dropout")]
     assert len(residual) == 5 and all(rates[n] == 0.1 for n in residual)
     assert len(embedding_sums) == 2 and all(rates[n] == 0.1 for n in embedding_sums)
-    assert len(attention_weights) == 3 and all(rates[n] == 0.0 for n in attention_weights)
+    assert len(attention_weights) == 3 and all(
+        rates[n] == 0.0 for n in attention_weights
+    )
     assert len(rates) == 10  # nothing else is dropped out
 
 
 @pytest.mark.parametrize("init", ["pytorch", "xavier"])
 def test_every_linear_layer_is_drawn_on_its_own_within_its_init_bound(init):
     model = make_model(SMALL.replace(n_layers=3, init=init))
-    linears = [m for m in [*model.encoder.modules(), *model.decoder.modules()] if isinstance(m, torch.nn.Linear)]
+    linears = [
+        m
+        for m in [*model.encoder.modules(), *model.decoder.modules()]
+        if isinstance(m, torch.nn.Linear)
+    ]
     for m in linears:
         fan_out, fan_in = m.weight.shape
         bound = fan_in**-0.5 if init == "pytorch" else (6 / (fan_in + fan_out)) ** 0.5
         assert m.weight.abs().max() <= bound
-        assert m.weight.abs().max() > 0.9 * bound  # drawn from the whole interval, not a narrower one
+        # drawn from the whole interval, not a narrower one
+        assert m.weight.abs().max() > 0.9 * bound
         assert (m.bias == 0).all() == (init == "xavier")
     first, second = model.encoder.layers[0], model.encoder.layers[1]
-    assert not torch.equal(first.feed_forward.w_1.weight, second.feed_forward.w_1.weight)
-    assert not torch.equal(model.decoder.layers[0].src_attn.w_q.weight, model.decoder.layers[2].src_attn.w_q.weight)
+    assert not torch.equal(
+        first.feed_forward.w_1.weight, second.feed_forward.w_1.weight
+    )
+    assert not torch.equal(
+        model.decoder.layers[0].src_attn.w_q.weight,
+        model.decoder.layers[2].src_attn.w_q.weight,
+    )
 
 
 def test_a_fresh_six_layer_post_norm_encoder_keeps_its_positions_apart():
-    """Xavier's larger sub-layer outputs make a post-norm stack map every position to nearly the same vector
-    before any training; the cross-attention then has nothing to choose between (chapter 12)."""
+    """Xavier's larger sub-layer outputs make a post-norm stack map every position to
+    nearly the same vector before any training; the cross-attention then has nothing to
+    choose between (chapter 12)."""
     from annotated_transformer.diagnostics import position_similarity
 
-    config = TransformerConfig(vocab_size=1000, n_layers=6, d_model=128, d_ff=512, n_heads=4)
+    config = TransformerConfig(
+        vocab_size=1000, n_layers=6, d_model=128, d_ff=512, n_heads=4
+    )
     src = torch.randint(4, 1000, (16, 20))
     mask = torch.ones(16, 1, 20, dtype=torch.bool)
-    top = {init: position_similarity(make_model(config.replace(init=init)), src, mask)[-1]
-           for init in ("pytorch", "xavier")}
+    top = {
+        init: position_similarity(make_model(config.replace(init=init)), src, mask)[-1]
+        for init in ("pytorch", "xavier")
+    }
     assert top["pytorch"] < 0.6 < 0.85 < top["xavier"]

@@ -1,29 +1,43 @@
-"""The offline check of the built book: tables shown as text, and computed tables missing from a page."""
+"""The offline check of the built book: tables shown as text, and computed tables
+missing from a page."""
 
 import importlib.util
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-spec = importlib.util.spec_from_file_location("check_offline_book", ROOT / "tools" / "check_offline_book.py")
+spec = importlib.util.spec_from_file_location(
+    "check_offline_book", ROOT / "tools" / "check_offline_book.py"
+)
 check = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(check)
 
-HEADER = "---\njupytext:\n  text_representation:\n    format_name: myst\n---\n\n# A chapter\n\n"
-TABLE_CELL = '```{code-cell} ipython3\ndisplay(Markdown("| a | b |\\n|---|---|\\n| 1 | 2 |"))\n```\n\n'
+HEADER = (
+    "---\njupytext:\n  text_representation:\n    format_name: myst\n---\n\n# A "
+    "chapter\n\n"
+)
+TABLE_CELL = (
+    '```{code-cell} ipython3\ndisplay(Markdown("| a | b |\\n|---|---|\\n| 1 | '
+    '2 |"))\n```\n\n'
+)
 
 
 def test_the_chapters_displayed_tables_are_counted(tmp_path):
     chapter = tmp_path / "01_x.md"
-    chapter.write_text(HEADER + TABLE_CELL + TABLE_CELL
-                       + "```{code-cell} ipython3\n:tags: [remove-output]\n\nMarkdown('|---|')\n```\n\n"
-                       + "A table in prose is no computed table:\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n"
-                       + "```{code-cell} ipython3\nprint('no table here | x |')\n```\n")
+    chapter.write_text(
+        HEADER + TABLE_CELL + TABLE_CELL + "```{code-cell} ipython3\n:tags: "
+        "[remove-output]\n\nMarkdown('|---|')\n```\n\n"
+        + "A table in prose is no computed table:\n\n| a | b |\n|---|---|\n| 1 | 2 "
+        "|\n\n" + "```{code-cell} ipython3\nprint('no table here | x |')\n```\n"
+    )
     assert check.computed_tables(chapter) == 2
 
 
 def test_a_table_left_as_text_and_a_missing_table_are_problems():
-    as_text = ('<div class="cell_output docutils container"><p>| a | b |\n|—|—|\n| 1 | 2 |</p></div>'
-               "<pre>|---|---| in a code block is fine</pre>")
+    as_text = (
+        '<div class="cell_output docutils container"><p>| a | b |\n|—|—|\n| 1 | 2 '
+        "|</p></div>"
+        "<pre>|---|---| in a code block is fine</pre>"
+    )
     scan, problems = check.check_page(Path("x.html"), as_text, as_text, tables=1)
     assert scan.output_tables == 0
     assert any("shown as text" in p for p in problems)
@@ -31,8 +45,11 @@ def test_a_table_left_as_text_and_a_missing_table_are_problems():
 
 
 def test_a_rendered_table_passes():
-    rendered = ('<div class="cell_output docutils container"><div><table><tr><th>a</th></tr>'
-                "<tr><td>1</td></tr></table></div></div><table><tr><td>prose table</td></tr></table>")
+    rendered = (
+        '<div class="cell_output docutils container"><div><table><tr><th>a</th></tr>'
+        "<tr><td>1</td></tr></table></div></div><table><tr><td>prose "
+        "table</td></tr></table>"
+    )
     scan, problems = check.check_page(Path("x.html"), rendered, rendered, tables=1)
     assert scan.output_tables == 1
     assert problems == []

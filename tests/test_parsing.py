@@ -1,5 +1,6 @@
-"""Treebank reading, linearization, repair and labeled bracket F1, against hand-counted examples,
-and the parsing command end to end."""
+"""Treebank reading, linearization, repair and labeled bracket F1, against hand-counted
+examples, and the parsing command end to end."""
+
 import json
 
 import pytest
@@ -25,7 +26,12 @@ def test_cleaning_strips_function_tags_empty_elements_and_the_outer_bracket():
     tree = _gold()
     assert tree.label == "S"
     assert [c.label for c in tree.children] == ["NP", "VP", "."]
-    assert tree_words(tree) == ["The", "cat", "sat", "."] and tags(tree) == ["DT", "NN", "VBD", "."]
+    assert tree_words(tree) == ["The", "cat", "sat", "."] and tags(tree) == [
+        "DT",
+        "NN",
+        "VBD",
+        ".",
+    ]
     assert linearize(tree) == "(S (NP The cat )NP (VP sat )VP . )S"
     assert linearize(tree, "XX") == "(S (NP XX XX )NP (VP XX )VP XX )S"
 
@@ -38,28 +44,43 @@ def test_f1_against_a_hand_count():
     scores = bracket_scores([_gold()], [predicted])
     assert (scores["matched"], scores["gold"], scores["predicted"]) == (1, 3, 3)
     assert scores["f1"] == pytest.approx(1 / 3)
-    for placeholder in (None, "XX"):  # an output with the words reads as one with XX in their place
+    # an output with the words reads as one with XX in their place
+    for placeholder in (None, "XX"):
         perfect, repaired = delinearize(linearize(_gold(), placeholder), 4)
         assert not repaired and bracket_scores([_gold()], [perfect])["f1"] == 1.0
 
 
 def test_f1_counts_brackets_as_a_multiset_and_treats_prt_as_advp():
-    gold = clean(parse_bracketed("((S (NP (NP (PRP it))) (VP (VBD gave) (PRT (RP up)))))")[0])
+    gold = clean(
+        parse_bracketed("((S (NP (NP (PRP it))) (VP (VBD gave) (PRT (RP up)))))")[0]
+    )
     # gold: S(0,3) NP(0,1) NP(0,1) VP(1,3) PRT=ADVP(2,3): 5 brackets
-    one_np, _ = delinearize("(S (NP XX )NP (VP XX (ADVP XX )ADVP )VP )S", 3)  # 4 brackets, all match
+    # 4 brackets, all match
+    one_np, _ = delinearize("(S (NP XX )NP (VP XX (ADVP XX )ADVP )VP )S", 3)
     scores = bracket_scores([gold], [one_np])
     assert (scores["matched"], scores["gold"], scores["predicted"]) == (4, 5, 4)
     assert scores["recall"] == pytest.approx(4 / 5) and scores["precision"] == 1.0
 
 
-@pytest.mark.parametrize("output, expected", [
-    ("(S (NP XX XX )NP (VP XX )VP XX", "(S (NP XX XX )NP (VP XX )VP XX )S"),  # unclosed: closed at the end
-    ("(S (NP XX XX )NP )NP (VP XX XX )VP )S", "(S (S (NP XX XX )NP )S (VP XX XX )VP )S"),  # ')NP' closes S
-    ("(S (NP XX XX XX XX XX )NP )S", "(S (NP XX XX XX XX )NP )S"),  # an XX too many is dropped
-    ("(S (NP XX )NP )S", "(S (NP XX )NP XX XX XX )S"),  # missing words are appended
-    ("(NP XX XX )NP (VP XX XX )VP", "(S (NP XX XX )NP (VP XX XX )VP )S"),  # two roots joined under S
-    ("(S (NP )NP XX XX XX XX )S", "(S XX XX XX XX )S"),  # an empty constituent is removed
-])
+@pytest.mark.parametrize(
+    "output, expected",
+    [
+        # unclosed: closed at the end
+        ("(S (NP XX XX )NP (VP XX )VP XX", "(S (NP XX XX )NP (VP XX )VP XX )S"),
+        # ')NP' closes S
+        (
+            "(S (NP XX XX )NP )NP (VP XX XX )VP )S",
+            "(S (S (NP XX XX )NP )S (VP XX XX )VP )S",
+        ),
+        # an XX too many is dropped
+        ("(S (NP XX XX XX XX XX )NP )S", "(S (NP XX XX XX XX )NP )S"),
+        ("(S (NP XX )NP )S", "(S (NP XX )NP XX XX XX )S"),  # missing words are appended
+        # two roots joined under S
+        ("(NP XX XX )NP (VP XX XX )VP", "(S (NP XX XX )NP (VP XX XX )VP )S"),
+        # an empty constituent is removed
+        ("(S (NP )NP XX XX XX XX )S", "(S XX XX XX XX )S"),
+    ],
+)
 def test_ill_formed_output_is_repaired_and_counted(output, expected):
     tree, repaired = delinearize(output, 4)
     assert repaired
@@ -81,20 +102,36 @@ def test_a_run_folder_refuses_another_corpus(tmp_path, capsys):
     assert "--train-fraction" in capsys.readouterr().err
 
 
-def test_the_command_trains_parses_and_scores_what_it_stores(shared_data, tmp_path, capsys):
-    """parsing.main end to end on the real treebank sample: a tiny budget, two test sentences. The F1 it
-    reports must be the one its stored outputs give against the gold trees, and a second run resumes."""
+def test_the_command_trains_parses_and_scores_what_it_stores(
+    shared_data, tmp_path, capsys
+):
+    """parsing.main end to end on the real treebank sample: a tiny budget, two test
+    sentences. The F1 it reports must be the one its stored outputs give against the
+    gold trees, and a second run resumes."""
     from annotated_transformer.parsing import SPLITS, load_treebank, main
 
     run = tmp_path / "parse"
-    argv = ["--run", str(run), "--data-dir", str(shared_data), "--limit", "2", "--beam", "2", "--max-extra", "6",
-            "--no-progress"]
+    argv = [
+        "--run",
+        str(run),
+        "--data-dir",
+        str(shared_data),
+        "--limit",
+        "2",
+        "--beam",
+        "2",
+        "--max-extra",
+        "6",
+        "--no-progress",
+    ]
     assert main([*argv, "--max-steps", "2"]) == 0
     result = json.loads((run / "parse-results.json").read_text())
     outputs = (run / "test.parses").read_text(encoding="utf-8").splitlines()
     trees = load_treebank(shared_data)
     gold = [t for n in SPLITS["test"] for t in trees.get(f"wsj_{n:04d}", [])][:2]
-    parsed = [delinearize(text, len(tree_words(t)))[0] for text, t in zip(outputs, gold)]
+    parsed = [
+        delinearize(text, len(tree_words(t)))[0] for text, t in zip(outputs, gold)
+    ]
     assert result["sentences"] == len(outputs) == 2 and result["updates"] == 2
     assert result["f1"] == bracket_scores(gold, parsed)["f1"]
     assert (result["beam"], result["max_extra"]) == (2, 6)
@@ -105,8 +142,9 @@ def test_the_command_trains_parses_and_scores_what_it_stores(shared_data, tmp_pa
 
 @pytest.fixture(scope="module")
 def treebank_vocab():
-    """The treebank sample's trees (by split), a SentencePiece model trained on its training pairs, and the
-    training trees' labels and deepest nesting; skipped without the data."""
+    """The treebank sample's trees (by split), a SentencePiece model trained on its
+    training pairs, and the training trees' labels and deepest nesting; skipped without
+    the data."""
     import os
     from pathlib import Path
 
@@ -117,11 +155,19 @@ def treebank_vocab():
 
     data_dir = Path(os.environ.get("AT_DATA_DIR", "/nonexistent"))
     if not (data_dir / "ptb" / "treebank.zip").is_file():
-        pytest.skip("AT_DATA_DIR does not point at a data directory with ptb/treebank.zip")
+        pytest.skip(
+            "AT_DATA_DIR does not point at a data directory with ptb/treebank.zip"
+        )
     trees = load_treebank(data_dir)
-    split = {name: [t for n in numbers for t in trees.get(f"wsj_{n:04d}", [])] for name, numbers in SPLITS.items()}
-    sp = spm.SentencePieceProcessor(model_proto=train_vocab(
-        [(" ".join(tree_words(t)), linearize(t)) for t in split["train"]], 1000))
+    split = {
+        name: [t for n in numbers for t in trees.get(f"wsj_{n:04d}", [])]
+        for name, numbers in SPLITS.items()
+    }
+    sp = spm.SentencePieceProcessor(
+        model_proto=train_vocab(
+            [(" ".join(tree_words(t)), linearize(t)) for t in split["train"]], 1000
+        )
+    )
     return split, sp, grammar(split["train"])
 
 
@@ -134,17 +180,27 @@ def test_every_held_out_tree_keeps_to_the_rule_and_other_outputs_do_not(treebank
     rule = TreeOfSentence(sp, labels, [tree_words(t) for t in test], depth)
     for i, tree in enumerate(test):
         tokens = sp.encode(linearize(tree)) + [EOS]
-        assert all(tokens[j] in rule(i, tokens[:j]) for j in range(len(tokens))), linearize(tree)
+        assert all(tokens[j] in rule(i, tokens[:j]) for j in range(len(tokens))), (
+            linearize(tree)
+        )
     words = tree_words(test[0])
-    for wrong in (linearize(test[0]).replace(f" {words[1]} ", " ", 1),  # a word left out
-                  linearize(test[0]).replace(f" {words[0]} ", f" {words[0]} {words[0]} ", 1),  # one repeated
-                  linearize(test[0]).rsplit(" ", 1)[0] + " )NP"):  # the last bracket closes another label
+    # a word left out
+    for wrong in (
+        linearize(test[0]).replace(f" {words[1]} ", " ", 1),
+        # one repeated
+        linearize(test[0]).replace(f" {words[0]} ", f" {words[0]} {words[0]} ", 1),
+        # the last bracket closes another label
+        linearize(test[0]).rsplit(" ", 1)[0] + " )NP",
+    ):
         tokens = sp.encode(wrong) + [EOS]
-        assert not all(tokens[j] in rule(0, tokens[:j]) for j in range(len(tokens))), wrong
+        assert not all(tokens[j] in rule(0, tokens[:j]) for j in range(len(tokens))), (
+            wrong
+        )
 
 
 def test_a_search_held_to_the_rule_returns_trees_over_the_sentence(treebank_vocab):
-    """Even an untrained model, whose free output is noise, writes trees of its sentence under the rule."""
+    """Even an untrained model, whose free output is noise, writes trees of its sentence
+    under the rule."""
     import torch
 
     from annotated_transformer.config import DecodeConfig, TransformerConfig
@@ -155,13 +211,25 @@ def test_a_search_held_to_the_rule_returns_trees_over_the_sentence(treebank_voca
     split, sp, _ = treebank_vocab
     sentences = [tree_words(t) for t in split["test"] if len(tree_words(t)) <= 6][:3]
     torch.manual_seed(0)
-    model = make_model(TransformerConfig(vocab_size=sp.get_piece_size(), n_layers=1, d_model=32, d_ff=64,
-                                         n_heads=2))
+    model = make_model(
+        TransformerConfig(
+            vocab_size=sp.get_piece_size(), n_layers=1, d_model=32, d_ff=64, n_heads=2
+        )
+    )
     rule = TreeOfSentence(sp, ["NP", "S", "VP"], sentences, max_depth=3)
     settings = DecodeConfig(beam_size=4, alpha=1.0, max_extra=200)
-    outputs = decode_ids(model, sp.encode([" ".join(s) for s in sentences]), "cpu", settings, allowed=rule)
+    outputs = decode_ids(
+        model,
+        sp.encode([" ".join(s) for s in sentences]),
+        "cpu",
+        settings,
+        allowed=rule,
+    )
     for words, output in zip(sentences, outputs):
         text = sp.decode(output)
         tree, repaired = delinearize(text, len(words))
-        assert not repaired and [t for t in text.split() if not t.startswith(("(", ")"))] == words, text
+        assert (
+            not repaired
+            and [t for t in text.split() if not t.startswith(("(", ")"))] == words
+        ), text
         assert {t[1:] for t in text.split() if t[0] in "()"} <= {"NP", "S", "VP"}

@@ -1,5 +1,6 @@
-"""The FLOP count, the torch.nn.Transformer reference, fused Adam, the CTranslate2 exporter and the
-benchmark command's checks."""
+"""The FLOP count, the torch.nn.Transformer reference, fused Adam, the CTranslate2
+exporter and the benchmark command's checks."""
+
 import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
@@ -15,13 +16,18 @@ from annotated_transformer.performance import matrix_flops
 from annotated_transformer.reference import TorchTransformer, copy_weights
 from annotated_transformer.speed import compiled
 
-TINY = TransformerConfig(vocab_size=120, n_layers=2, d_model=32, d_ff=64, n_heads=4, dropout=0.0)
+TINY = TransformerConfig(
+    vocab_size=120, n_layers=2, d_model=32, d_ff=64, n_heads=4, dropout=0.0
+)
 
 
 def _batch(batch: int, src_len: int, tgt_len: int, seed: int = 0) -> Batch:
     g = torch.Generator().manual_seed(seed)
-    return Batch.from_tensors(torch.randint(4, 120, (batch, src_len), generator=g),
-                              torch.randint(4, 120, (batch, tgt_len + 1), generator=g), pad=0)
+    return Batch.from_tensors(
+        torch.randint(4, 120, (batch, src_len), generator=g),
+        torch.randint(4, 120, (batch, tgt_len + 1), generator=g),
+        pad=0,
+    )
 
 
 @pytest.mark.parametrize("config", [TINY, TINY.replace(n_heads=2, d_k=8, d_v=24)])
@@ -31,9 +37,13 @@ def test_flop_count_equals_pytorchs_counter(config):
     b = _batch(3, 7, 5)  # no padding: every position is real
     with FlopCounterMode(display=False) as forward:
         model.generator.proj(model(b.src, b.tgt_in, b.src_mask, b.tgt_mask))
-    assert forward.get_total_flops() == forward_flops(config, 21, 15, 3 * 49, 3 * 25, 3 * 35)
+    assert forward.get_total_flops() == forward_flops(
+        config, 21, 15, 3 * 49, 3 * 25, 3 * 35
+    )
     with FlopCounterMode(display=False) as both:
-        model.generator.proj(model(b.src, b.tgt_in, b.src_mask, b.tgt_mask)).sum().backward()
+        model.generator.proj(
+            model(b.src, b.tgt_in, b.src_mask, b.tgt_mask)
+        ).sum().backward()
     assert both.get_total_flops() == training_flops(config, [7] * 3, [5] * 3)
 
 
@@ -50,13 +60,22 @@ def test_matrix_flops_of_cached_decoding_steps_match_the_products_they_must_make
         with torch.no_grad():
             cache = [(KVCache(), KVCache(fixed=True)) for _ in model.decoder.layers]
             for t in range(1, steps + 1):
-                model.generator.proj(model.decode(memory, src_mask, ys[:, :t], None, cache)[:, -1])
+                model.generator.proj(
+                    model.decode(memory, src_mask, ys[:, :t], None, cache)[:, -1]
+                )
 
-    per_layer = sum(2 * rows * d * d * 6  # self q, k, v, out; cross q, out: every step
-                    + 4 * rows * t * d  # q kᵀ and weights · v over the t positions so far
-                    + 4 * rows * src_len * d  # the same over the source
-                    + 4 * rows * d * d_ff  # feed-forward
-                    for t in range(1, steps + 1)) + 4 * rows * src_len * d * d  # source keys, values: once
+    per_layer = (
+        sum(
+            2 * rows * d * d * 6  # self q, k, v, out; cross q, out: every step
+            # q kᵀ and weights · v over the t positions so far
+            + 4 * rows * t * d
+            + 4 * rows * src_len * d  # the same over the source
+            + 4 * rows * d * d_ff  # feed-forward
+            # source keys, values: once
+            for t in range(1, steps + 1)
+        )
+        + 4 * rows * src_len * d * d
+    )
     generator = steps * 2 * rows * d * vocab
     assert matrix_flops(decode) == TINY.n_layers * per_layer + generator
 
@@ -66,15 +85,21 @@ def test_reference_computes_the_same_function():
     ours, reference = make_model(TINY).eval(), TorchTransformer(TINY).eval()
     copy_weights(ours, reference)
     b = _batch(3, 9, 7, seed=1)
-    b = Batch.from_tensors(b.src.masked_fill(torch.arange(9) >= 6, 0), torch.cat([b.tgt_in, b.tgt_out[:, -1:]], 1)
-                           .masked_fill(torch.arange(8) >= 6, 0), pad=0)  # padding on both sides
+    b = Batch.from_tensors(
+        b.src.masked_fill(torch.arange(9) >= 6, 0),
+        torch.cat([b.tgt_in, b.tgt_out[:, -1:]], 1)
+        # padding on both sides
+        .masked_fill(torch.arange(8) >= 6, 0),
+        pad=0,
+    )
     with torch.no_grad():
         a = ours(b.src, b.tgt_in, b.src_mask, b.tgt_mask)
         r = reference(b.src, b.tgt_in, b.src_mask, b.tgt_mask)
     real = b.tgt_out != 0
     assert real.sum() < real.numel()
     torch.testing.assert_close(a[real], r[real], rtol=1e-4, atol=1e-5)
-    # the stock reference has dropout on attention weights and in the FFN; the matched one does not
+    # the stock reference has dropout on attention weights and in the FFN; the matched
+    # one does not
     stock = TorchTransformer(TINY.replace(dropout=0.1), matched_dropout=False)
     matched = TorchTransformer(TINY.replace(dropout=0.1))
     assert stock.transformer.encoder.layers[0].self_attn.dropout == 0.1
@@ -87,17 +112,30 @@ def test_fused_adam_takes_the_same_steps():
     for fused in (False, True):
         torch.manual_seed(0)
         model = make_model(TINY)
-        optimizer, scheduler = make_optimizer(model, TINY.d_model, warmup=10, fused=fused)
+        optimizer, scheduler = make_optimizer(
+            model, TINY.d_model, warmup=10, fused=fused
+        )
         for step in range(5):
             b = _batch(4, 6, 6, seed=step)
-            logits = model.generator.proj(model(b.src, b.tgt_in, b.src_mask, b.tgt_mask))
+            logits = model.generator.proj(
+                model(b.src, b.tgt_in, b.src_mask, b.tgt_mask)
+            )
             label_smoothed_loss(logits, b.tgt_out, 0, 0.1).backward()
             optimizer.step()
             scheduler.step()
             optimizer.zero_grad()
-        # Key biases are left out: they add the same score to every key of a query, which the softmax
-        # cancels, so their gradient is rounding noise, and Adam with ε = 1e-9 turns noise into full steps.
-        finals.append(torch.cat([p.flatten() for name, p in model.named_parameters() if not name.endswith("w_k.bias")]))
+        # Key biases are left out: they add the same score to every key of a query,
+        # which the softmax cancels, so their gradient is rounding noise, and Adam with
+        # ε = 1e-9 turns noise into full steps.
+        finals.append(
+            torch.cat(
+                [
+                    p.flatten()
+                    for name, p in model.named_parameters()
+                    if not name.endswith("w_k.bias")
+                ]
+            )
+        )
     torch.testing.assert_close(finals[0], finals[1], rtol=1e-5, atol=1e-6)
 
 
@@ -112,7 +150,8 @@ def test_ctranslate2_export_decodes_the_same_tokens(tmp_path, synthetic_pairs):
     model = make_model(TINY.replace(vocab_size=60))
     optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
     encoded, _ = data.encode_pairs(sp, pairs)
-    for step in range(60):  # a few updates, so that outputs end with </s> of their own accord
+    # a few updates, so that outputs end with </s> of their own accord
+    for step in range(60):
         b = data.collate(encoded, [(step * 32 + i) % len(encoded) for i in range(32)])
         logits = model.generator.proj(model(b.src, b.tgt_in, b.src_mask, b.tgt_mask))
         label_smoothed_loss(logits, b.tgt_out, 0, 0.0).backward()
@@ -120,23 +159,40 @@ def test_ctranslate2_export_decodes_the_same_tokens(tmp_path, synthetic_pairs):
         optimizer.zero_grad()
     model.eval()
     write_ctranslate2(model, sp, tmp_path / "ct2")
-    translator = ctranslate2.Translator(str(tmp_path / "ct2"), device="cpu", intra_threads=1)
+    translator = ctranslate2.Translator(
+        str(tmp_path / "ct2"), device="cpu", intra_threads=1
+    )
     sentences = [s for s, _ in synthetic_pairs(20, 1)]
     ids = sp.encode(sentences)
     src = data.pad_rows([x + [data.EOS] for x in ids])
     src_mask = (src != data.PAD).unsqueeze(-2)
     limits = src_mask.sum(dim=(1, 2)) + 10
-    ours = strip_special(greedy_decode(model, src, src_mask, limits, data.BOS, data.EOS, data.PAD), data.EOS, data.PAD)
-    results = translator.translate_batch([sp.encode(s, out_type=str) for s in sentences], beam_size=1,
-                                         max_decoding_length=int(limits.max()))
-    theirs = [[sp.piece_to_id(p) for p in r.hypotheses[0]][:limit] for r, limit in zip(results, limits.tolist())]
+    ours = strip_special(
+        greedy_decode(model, src, src_mask, limits, data.BOS, data.EOS, data.PAD),
+        data.EOS,
+        data.PAD,
+    )
+    results = translator.translate_batch(
+        [sp.encode(s, out_type=str) for s in sentences],
+        beam_size=1,
+        max_decoding_length=int(limits.max()),
+    )
+    theirs = [
+        [sp.piece_to_id(p) for p in r.hypotheses[0]][:limit]
+        for r, limit in zip(results, limits.tolist())
+    ]
     assert ours == theirs
-    assert any(len(t) < limit for t, limit in zip(ours, limits.tolist()))  # some outputs end by themselves
-    # The per-step timing makes both engines run exactly the steps asked for, whatever the model prefers.
+    # some outputs end by themselves
+    assert any(len(t) < limit for t, limit in zip(ours, limits.tolist()))
+    # The per-step timing makes both engines run exactly the steps asked for, whatever
+    # the model prefers.
     from annotated_transformer.benchmark import step_decoder
 
     for n in (1, 7):
-        assert [len(r.hypotheses[0]) for r in step_decoder(sentences[0], sp, translator=translator)(3, n)] == [n] * 3
+        assert [
+            len(r.hypotheses[0])
+            for r in step_decoder(sentences[0], sp, translator=translator)(3, n)
+        ] == [n] * 3
         assert step_decoder(sentences[0], sp, model)(3, n).shape == (3, n)
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "notes.txt").write_text("keep me")
@@ -150,25 +206,52 @@ def test_benchmark_refuses_bad_numbers_naming_the_option(capsys):
     assert "--steps must be an integer of at least 1, got 0" in capsys.readouterr().err
     assert benchmark.main(["decode", "--limit", "-1"]) == 2
     assert "--limit must be an integer of at least 0, got -1" in capsys.readouterr().err
-    assert benchmark.main(["decode", "--beam", "4", "0"]) == 2  # every one of several values is checked
-    assert "--beam-size must be an integer of at least 1, got 0" in capsys.readouterr().err
+    # every one of several values is checked
+    assert benchmark.main(["decode", "--beam", "4", "0"]) == 2
+    assert (
+        "--beam-size must be an integer of at least 1, got 0" in capsys.readouterr().err
+    )
     assert benchmark.main(["decode", "--step-batches", "16", "0"]) == 2
-    assert "--step-batches must be an integer of at least 1, got 0" in capsys.readouterr().err
+    assert (
+        "--step-batches must be an integer of at least 1, got 0"
+        in capsys.readouterr().err
+    )
     with pytest.raises(SystemExit):
         benchmark.main(["train", "--paths", "nonsense"])
 
 
 def test_cache_timing_reports_the_repeats_it_made(capsys):
-    assert benchmark.main(["cache", "--length", "2", "--src-len", "2", "--batch", "1", "--beam", "1",
-                           "--repeat", "1"]) == 0
+    assert (
+        benchmark.main(
+            [
+                "cache",
+                "--length",
+                "2",
+                "--src-len",
+                "2",
+                "--batch",
+                "1",
+                "--beam",
+                "1",
+                "--repeat",
+                "1",
+            ]
+        )
+        == 0
+    )
     assert "best of 1," in capsys.readouterr().out
 
 
 def _lengths(n: int, seed: int = 0) -> tuple[list[int], list[int]]:
-    """Source and target lengths (with <eos>) shaped like a corpus's: mostly short, a long tail."""
+    """Source and target lengths (with <eos>) shaped like a corpus's: mostly short, a
+    long tail."""
     g = torch.Generator().manual_seed(seed)
     src = (torch.distributions.LogNormal(2.6, 0.45).sample((n,)).clamp(2, 90)).long()
-    tgt = (src.float() * torch.empty(n).uniform_(0.8, 1.3, generator=g)).long().clamp(2, 100)
+    tgt = (
+        (src.float() * torch.empty(n).uniform_(0.8, 1.3, generator=g))
+        .long()
+        .clamp(2, 100)
+    )
     return src.tolist(), tgt.tolist()
 
 
@@ -186,9 +269,17 @@ def test_bucket_lengths_leave_the_least_padding():
             return sum(min(e for e in edges if e >= n) - n for n in lengths)
 
         values = sorted(set(lengths))
-        best = min(padding({*c, max(lengths)}) for r in range(min(buckets, len(values)))
-                   for c in itertools.combinations(values, r))  # every choice of the other bucket lengths
-        assert len(chosen) <= buckets and max(lengths) in chosen and padding(chosen) == best
+        best = min(
+            padding({*c, max(lengths)})
+            for r in range(min(buckets, len(values)))
+            # every choice of the other bucket lengths
+            for c in itertools.combinations(values, r)
+        )
+        assert (
+            len(chosen) <= buckets
+            and max(lengths) in chosen
+            and padding(chosen) == best
+        )
 
 
 def test_shaped_batches_hold_every_sentence_once_in_a_few_shapes_within_budget():
@@ -198,18 +289,27 @@ def test_shaped_batches_hold_every_sentence_once_in_a_few_shapes_within_budget()
     pairs = [([5] * (s - 1), [6] * (t - 1)) for s, t in zip(src, tgt)]
     for epoch in range(2):
         batches = batching.epoch(epoch)
-        assert sorted(i for b in batches for i in b) == list(range(3000))  # each sentence once per epoch
+        # each sentence once per epoch
+        assert sorted(i for b in batches for i in b) == list(range(3000))
         shapes = set()
         for b in batches:
             rows, src_len, tgt_len = batching.shape_of(b)
-            assert len(b) <= rows and all(src[i] <= src_len and tgt[i] <= tgt_len for i in b)
-            assert rows * max(src_len, tgt_len) <= 300 or rows == 1  # only the over-long pair breaks it
+            assert len(b) <= rows and all(
+                src[i] <= src_len and tgt[i] <= tgt_len for i in b
+            )
+            # only the over-long pair breaks it
+            assert rows * max(src_len, tgt_len) <= 300 or rows == 1
             batch = batching.collate(pairs, b)
-            assert batch.src.shape == (rows, src_len) and batch.tgt_in.shape == (rows, tgt_len)
-            assert batch.n_tokens == sum(tgt[i] for i in b)  # placeholder rows carry no target token
+            assert batch.src.shape == (rows, src_len) and batch.tgt_in.shape == (
+                rows,
+                tgt_len,
+            )
+            # placeholder rows carry no target token
+            assert batch.n_tokens == sum(tgt[i] for i in b)
             shapes.add((batch.src.shape, batch.tgt_in.shape))
         assert len(shapes) == len(batching.shapes) == 6
-    assert batching.epoch(0) == speed.ShapedBatches(src, tgt, 300, 6, seed=1).epoch(0)  # reproducible
+    # reproducible
+    assert batching.epoch(0) == speed.ShapedBatches(src, tgt, 300, 6, seed=1).epoch(0)
     assert batching.epoch(0) != batching.epoch(1)  # reshuffled every epoch
 
 
@@ -217,23 +317,39 @@ def test_placeholder_rows_and_padding_change_no_loss():
     torch.manual_seed(0)
     model = make_model(TINY).eval()
     src, tgt = _lengths(60, seed=2)
-    pairs = [(torch.randint(4, 120, (s - 1,)).tolist(), torch.randint(4, 120, (t - 1,)).tolist())
-             for s, t in zip(src, tgt)]
+    pairs = [
+        (
+            torch.randint(4, 120, (s - 1,)).tolist(),
+            torch.randint(4, 120, (t - 1,)).tolist(),
+        )
+        for s, t in zip(src, tgt)
+    ]
     batching = speed.ShapedBatches(src, tgt, max_tokens=400, buckets=3)
     for indices in batching.epoch(0):
         exact, shaped = data.collate(pairs, indices), batching.collate(pairs, indices)
         assert shaped.src.numel() >= exact.src.numel()
         with torch.no_grad():
-            losses = [label_smoothed_loss(model.generator(model(b.src, b.tgt_in, b.src_mask, b.tgt_mask)), b.tgt_out,
-                                          data.PAD, 0.1, "sum") for b in (exact, shaped)]
+            losses = [
+                label_smoothed_loss(
+                    model.generator(model(b.src, b.tgt_in, b.src_mask, b.tgt_mask)),
+                    b.tgt_out,
+                    data.PAD,
+                    0.1,
+                    "sum",
+                )
+                for b in (exact, shaped)
+            ]
         assert losses[1] == pytest.approx(losses[0].item(), rel=1e-5)
 
 
 def test_a_compiled_model_compiles_once_per_fixed_shape():
     compilations = []
 
-    def counting_backend(graph, example_inputs):  # runs the captured graph as it is, counting captures
-        compilations.append([tuple(x.shape) for x in example_inputs if isinstance(x, torch.Tensor)])
+    # runs the captured graph as it is, counting captures
+    def counting_backend(graph, example_inputs):
+        compilations.append(
+            [tuple(x.shape) for x in example_inputs if isinstance(x, torch.Tensor)]
+        )
         return graph.forward
 
     torch.manual_seed(0)
@@ -242,8 +358,12 @@ def test_a_compiled_model_compiles_once_per_fixed_shape():
     src, tgt = _lengths(400, seed=3)
     pairs = [([5] * (s - 1), [6] * (t - 1)) for s, t in zip(src, tgt)]
     batching = speed.ShapedBatches(src, tgt, max_tokens=600, buckets=4)
-    batches = [batching.collate(pairs, b) for b in batching.epoch(0) + batching.epoch(1)]
+    batches = [
+        batching.collate(pairs, b) for b in batching.epoch(0) + batching.epoch(1)
+    ]
     for b in batches:  # two epochs of updates' forward and backward passes
-        forward(b.src, b.tgt_in, b.src_mask, b.tgt_mask).float().pow(2).mean().backward()
+        forward(b.src, b.tgt_in, b.src_mask, b.tgt_mask).float().pow(
+            2
+        ).mean().backward()
     assert len({(b.src.shape, b.tgt_in.shape) for b in batches}) == 4
     assert len(compilations) == 4  # once per shape, never again in the second epoch

@@ -1,11 +1,16 @@
-"""Positional encodings against the formula of §3.5, computed independently with math."""
+"""Positional encodings against the formula of §3.5, computed independently with
+math."""
 
 import math
 
 import pytest
 import torch
 
-from annotated_transformer.positional import LearnedPositionalEmbedding, PositionalEncoding, sinusoidal_table
+from annotated_transformer.positional import (
+    LearnedPositionalEmbedding,
+    PositionalEncoding,
+    sinusoidal_table,
+)
 
 
 @pytest.mark.parametrize("d_model", [4, 16, 512])
@@ -15,7 +20,9 @@ def test_sinusoids_match_the_formula(d_model):
         for i in range(d_model // 2):
             angle = pos / 10000 ** (2 * i / d_model)
             assert table[pos, 2 * i].item() == pytest.approx(math.sin(angle), abs=1e-6)
-            assert table[pos, 2 * i + 1].item() == pytest.approx(math.cos(angle), abs=1e-6)
+            assert table[pos, 2 * i + 1].item() == pytest.approx(
+                math.cos(angle), abs=1e-6
+            )
 
 
 def test_positional_encoding_adds_the_table_in_eval_mode():
@@ -38,10 +45,14 @@ def test_learned_positions_add_one_trained_vector_per_position():
     (table,) = list(learned.parameters())
     x = torch.randn(2, 4, 8)
     out = learned(x)
-    for position in range(4):  # position i of every sentence gets row i of the table, whatever the words
-        assert torch.allclose(out[:, position] - x[:, position], table[position].expand(2, 8).detach())
+    # position i of every sentence gets row i of the table, whatever the words
+    for position in range(4):
+        assert torch.allclose(
+            out[:, position] - x[:, position], table[position].expand(2, 8).detach()
+        )
     out.pow(2).sum().backward()
-    assert table.grad[:4].abs().sum(-1).min() > 0 and table.grad[4:].abs().sum() == 0  # only used rows learn
+    # only used rows learn
+    assert table.grad[:4].abs().sum(-1).min() > 0 and table.grad[4:].abs().sum() == 0
     before = table.detach().clone()
     torch.optim.SGD(learned.parameters(), lr=0.1).step()
     assert not torch.equal(table[:4], before[:4]) and torch.equal(table[4:], before[4:])
@@ -51,6 +62,8 @@ def test_learned_positions_add_one_trained_vector_per_position():
 def test_a_later_slice_gets_the_encodings_of_its_own_positions(kind):
     positions = kind(8, dropout=0.0, max_len=10).eval()
     x = torch.randn(2, 6, 8)
-    torch.testing.assert_close(positions(x[:, 4:], start=4), positions(x)[:, 4:], rtol=0, atol=0)
+    torch.testing.assert_close(
+        positions(x[:, 4:], start=4), positions(x)[:, 4:], rtol=0, atol=0
+    )
     with pytest.raises(ValueError, match="longer than max_len"):
         positions(x[:, :3], start=8)  # positions 8, 9, 10: one past the table

@@ -4,20 +4,32 @@ import importlib.util
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-spec = importlib.util.spec_from_file_location("check_prose_numbers", ROOT / "tools" / "check_prose_numbers.py")
+spec = importlib.util.spec_from_file_location(
+    "check_prose_numbers", ROOT / "tools" / "check_prose_numbers.py"
+)
 check = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(check)
 
-HEADER = "---\njupytext:\n  text_representation:\n    format_name: myst\n---\n\n# A chapter\n\n"
+HEADER = (
+    "---\njupytext:\n  text_representation:\n    format_name: myst\n---\n\n# A "
+    "chapter\n\n"
+)
 
 
 def test_typed_numbers_are_found_and_computed_ones_are_not(tmp_path):
     chapter = tmp_path / "01_x.md"
-    chapter.write_text(HEADER + (
-        "Beam search adds a BLEU point (34.09 to 35.26 on test2016). The cache is 6.5 times faster.\n"
-        "It is a 7.6M-parameter model. Averaging adds {glue:md}`gain` BLEU, the paper reports 27.3 BLEU.\n"
-        "The cache is {glue:md}`speedup` times faster, and the model has {glue:md}`params` parameters.\n\n"
-        "```{code-cell} ipython3\nprint('BLEU 12.34, 9.9x faster')\n```\n"))
+    chapter.write_text(
+        HEADER
+        + (
+            "Beam search adds a BLEU point (34.09 to 35.26 on test2016). The cache is "
+            "6.5 times faster.\n"
+            "It is a 7.6M-parameter model. Averaging adds {glue:md}`gain` BLEU, the "
+            "paper reports 27.3 BLEU.\n"
+            "The cache is {glue:md}`speedup` times faster, and the model has "
+            "{glue:md}`params` parameters.\n\n"
+            "```{code-cell} ipython3\nprint('BLEU 12.34, 9.9x faster')\n```\n"
+        )
+    )
     found = check.typed_numbers(chapter)
     assert len(found) == 3, found
     assert "a BLEU score typed by hand (34.09, 35.26)" in found[0]
@@ -30,22 +42,43 @@ def test_the_book_states_no_measured_number_by_hand():
 
 
 def test_the_default_runs_cost_is_stated_once_from_the_stored_runs():
-    """The README and the Makefile state the cost that the preface and chapter 13 glue from book/measured."""
+    """The README and the Makefile state the cost that the preface and chapter 13 glue
+    from book/measured."""
     from annotated_transformer.performance import default_run_cost
 
     cost = default_run_cost(ROOT / "book" / "measured")
-    assert "PFLOP of training: about " in cost and "minutes on a 2-core CPU that trained at " in cost
+    assert (
+        "PFLOP of training: about " in cost
+        and "minutes on a 2-core CPU that trained at " in cost
+    )
     for name in ("README.md", "Makefile"):
-        text = " ".join((ROOT / name).read_text(encoding="utf-8").replace("#", " ").split())
-        assert f"took {cost}" in text, f"{name} does not say the stored run took {cost!r}"
+        text = " ".join(
+            (ROOT / name).read_text(encoding="utf-8").replace("#", " ").split()
+        )
+        assert f"took {cost}" in text, (
+            f"{name} does not say the stored run took {cost!r}"
+        )
     for chapter in ("00_preface.md", "13_real_world_example.md"):
-        assert "default_run_cost(" in (ROOT / "book" / chapter).read_text(encoding="utf-8")
+        assert "default_run_cost(" in (ROOT / "book" / chapter).read_text(
+            encoding="utf-8"
+        )
 
 
 def test_the_chapters_state_limits_as_facts_not_as_plans():
-    """Open questions are exercises or stated limits; the book does not talk about its own unfinished work."""
-    plans = ("not yet", "next step", "to be measured", "until then", "machines it was written on",
-             "next experiment")
-    found = [f"{chapter.name}: {phrase!r}" for chapter in sorted((ROOT / "book").glob("*.md"))
-             for phrase in plans if phrase in chapter.read_text(encoding="utf-8").lower()]
+    """Open questions are exercises or stated limits; the book does not talk about its
+    own unfinished work."""
+    plans = (
+        "not yet",
+        "next step",
+        "to be measured",
+        "until then",
+        "machines it was written on",
+        "next experiment",
+    )
+    found = [
+        f"{chapter.name}: {phrase!r}"
+        for chapter in sorted((ROOT / "book").glob("*.md"))
+        for phrase in plans
+        if phrase in chapter.read_text(encoding="utf-8").lower()
+    ]
     assert not found, found

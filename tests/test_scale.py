@@ -8,7 +8,8 @@ def test_scale_switch(monkeypatch):
     assert current_scale() == "laptop" and at_scale(1, 2) == 2
     monkeypatch.setenv("AT_SCALE", "smoke")
     assert at_scale(1, 2) == 1
-    monkeypatch.setenv("AT_SCALE", "gpu")  # paper-scale work is the train command's, not a chapter setting
+    # paper-scale work is the train command's, not a chapter setting
+    monkeypatch.setenv("AT_SCALE", "gpu")
     with pytest.raises(ValueError, match="smoke, laptop"):
         current_scale()
 
@@ -19,4 +20,6 @@ def test_the_smoke_note_is_printed_at_smoke_scale_only(monkeypatch, capsys):
     assert capsys.readouterr().out == ""
     monkeypatch.setenv("AT_SCALE", "smoke")
     smoke_note("the copy model")
-    assert capsys.readouterr().out.startswith("AT_SCALE=smoke: the copy model trained for a few updates only")
+    assert capsys.readouterr().out.startswith(
+        "AT_SCALE=smoke: the copy model trained for a few updates only"
+    )

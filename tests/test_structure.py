@@ -1,4 +1,5 @@
-"""The package's layout: the commands (modules with a ``main``) stand on library modules, never on each other."""
+"""The package's layout: the commands (modules with a ``main``) stand on library
+modules, never on each other."""
 
 import argparse
 import ast
@@ -9,9 +10,17 @@ import pytest
 import annotated_transformer
 
 PACKAGE = Path(annotated_transformer.__file__).parent
-TREES = {path.stem: ast.parse(path.read_text(encoding="utf-8")) for path in PACKAGE.glob("*.py")}
-COMMANDS = {name for name, tree in TREES.items()
-            if any(isinstance(node, ast.FunctionDef) and node.name == "main" for node in tree.body)}
+TREES = {
+    path.stem: ast.parse(path.read_text(encoding="utf-8"))
+    for path in PACKAGE.glob("*.py")
+}
+COMMANDS = {
+    name
+    for name, tree in TREES.items()
+    if any(
+        isinstance(node, ast.FunctionDef) and node.name == "main" for node in tree.body
+    )
+}
 
 
 def package_imports(tree: ast.Module) -> set[str]:
@@ -20,21 +29,32 @@ def package_imports(tree: ast.Module) -> set[str]:
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module == "annotated_transformer":
             found |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("annotated_transformer."):
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+            "annotated_transformer."
+        ):
             found.add(node.module.split(".")[1])
         elif isinstance(node, ast.Import):
-            found |= {a.name.split(".")[1] for a in node.names if a.name.startswith("annotated_transformer.")}
+            found |= {
+                a.name.split(".")[1]
+                for a in node.names
+                if a.name.startswith("annotated_transformer.")
+            }
     return found
 
 
-# The paper's model and its decoding and training arithmetic: what a student reads first.
+# The paper's model and its decoding and training arithmetic: what a student reads
+# first.
 CORE = {"model", "layers", "attention", "positional", "decoding", "optimization"}
-# Speed code, measurement, references, the training loop and the commands: built on the core, never under it.
+# Speed code, measurement, references, the training loop and the commands: built on the
+# core, never under it.
 ABOVE_THE_CORE = {"speed", "performance", "benchmark", "ct2", "reference", "trainer"}
 
 
 def import_graph(trees: dict[str, ast.Module]) -> dict[str, set[str]]:
-    return {name: package_imports(tree) & set(trees) - {name} for name, tree in trees.items()}
+    return {
+        name: package_imports(tree) & set(trees) - {name}
+        for name, tree in trees.items()
+    }
 
 
 def find_circle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -72,7 +92,12 @@ def test_no_module_imports_itself_through_others():
 
 
 def test_the_circle_finder_finds_a_circle_and_only_a_circle():
-    assert find_circle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_circle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [
+        "a",
+        "b",
+        "c",
+        "a",
+    ]
     assert find_circle({"a": {"b", "c"}, "b": {"c"}, "c": set()}) is None
 
 
@@ -80,27 +105,52 @@ def test_the_core_stands_on_no_speed_measurement_or_command_module():
     graph = import_graph(TREES)
     above = ABOVE_THE_CORE | COMMANDS
     assert CORE <= set(TREES) and ABOVE_THE_CORE <= set(TREES)
-    assert {name: sorted(reachable(graph, name) & above) for name in sorted(CORE)} == dict.fromkeys(sorted(CORE), [])
+    assert {
+        name: sorted(reachable(graph, name) & above) for name in sorted(CORE)
+    } == dict.fromkeys(sorted(CORE), [])
 
 
 def test_every_command_is_found():
-    assert COMMANDS >= {"train", "translate", "evaluate", "bundle", "visualize", "benchmark", "variations", "parsing"}
+    assert COMMANDS >= {
+        "train",
+        "translate",
+        "evaluate",
+        "bundle",
+        "visualize",
+        "benchmark",
+        "variations",
+        "parsing",
+    }
 
 
 def test_no_command_imports_another_command():
-    crossings = {name: sorted(package_imports(TREES[name]) & (COMMANDS - {name})) for name in COMMANDS}
+    crossings = {
+        name: sorted(package_imports(TREES[name]) & (COMMANDS - {name}))
+        for name in COMMANDS
+    }
     assert {name: others for name, others in crossings.items() if others} == {}
 
 
 def test_the_walk_sees_imports_inside_functions():
-    source = "def f():\n    from annotated_transformer.train import main\n    import annotated_transformer.data\n"
+    source = (
+        "def f():\n    from annotated_transformer.train import main\n    import "
+        "annotated_transformer.data\n"
+    )
     tree = ast.parse(source)
     assert package_imports(tree) == {"train", "data"}
 
 
 def test_the_reserved_token_ids_are_defined_once_in_data():
-    defining = {name for name, tree in TREES.items() for node in tree.body if isinstance(node, ast.Assign)
-                and any(isinstance(t, (ast.Tuple, ast.Name)) and "PAD" in ast.dump(t) for t in node.targets)}
+    defining = {
+        name
+        for name, tree in TREES.items()
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        and any(
+            isinstance(t, (ast.Tuple, ast.Name)) and "PAD" in ast.dump(t)
+            for t in node.targets
+        )
+    }
     assert defining == {"data"}
 
 
@@ -109,7 +159,8 @@ class _Parsed(Exception):
 
 
 def command_options(module) -> dict[str, frozenset]:
-    """Each long option of ``module``'s command (sub-commands included) -> every name of its setting."""
+    """Each long option of ``module``'s command (sub-commands included) -> every name of
+    its setting."""
 
     def capture(parser, *args, **kwargs):
         raise _Parsed(parser)
@@ -136,41 +187,71 @@ def command_options(module) -> dict[str, frozenset]:
 def test_every_command_calls_a_setting_by_the_same_names():
     import importlib
 
-    options = {name: command_options(importlib.import_module(f"annotated_transformer.{name}"))
-               for name in sorted(COMMANDS - {"_literate"})}
+    options = {
+        name: command_options(importlib.import_module(f"annotated_transformer.{name}"))
+        for name in sorted(COMMANDS - {"_literate"})
+    }
     seen, clashes = {}, []
     for command, table in options.items():
         for option, names in table.items():
             if option in seen and seen[option][1] != names:
                 first, their = seen[option]
-                clashes.append(f"{option}: {sorted(their)} in {first}, {sorted(names)} in {command}")
+                clashes.append(
+                    f"{option}: {sorted(their)} in {first}, {sorted(names)} in "
+                    f"{command}"
+                )
             seen.setdefault(option, (command, names))
     assert clashes == []
     assert len(seen) > 60  # the walk did reach the commands' options
 
 
 def test_the_shared_options_are_defined_once():
-    defined = [(name, node.args[0].value) for name, tree in TREES.items() for node in ast.walk(tree)
-               if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "add_argument" and node.args
-               and isinstance(node.args[0], ast.Constant) and node.args[0].value in ("--device", "--progress")]
+    defined = [
+        (name, node.args[0].value)
+        for name, tree in TREES.items()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and getattr(node.func, "attr", "") == "add_argument"
+        and node.args
+        and isinstance(node.args[0], ast.Constant)
+        and node.args[0].value in ("--device", "--progress")
+    ]
     assert sorted(defined) == [("cli", "--device"), ("cli", "--progress")]
 
 
 def test_every_setting_and_preset_is_defined_in_config():
-    settings = ("RunConfig", "TransformerConfig", "PRESETS", "RUN_PRESETS", "COPY_MODEL", "PARSING_MODEL",
-                "PARSING_RUN", "TABLE3_SIZES")
+    settings = (
+        "RunConfig",
+        "TransformerConfig",
+        "PRESETS",
+        "RUN_PRESETS",
+        "COPY_MODEL",
+        "PARSING_MODEL",
+        "PARSING_RUN",
+        "TABLE3_SIZES",
+    )
     defined = {}
     for name, tree in TREES.items():
         for node in tree.body:
-            targets = [node.name] if isinstance(node, ast.ClassDef) else [
-                t.id for t in getattr(node, "targets", []) if isinstance(t, ast.Name)]
+            targets = (
+                [node.name]
+                if isinstance(node, ast.ClassDef)
+                else [
+                    t.id
+                    for t in getattr(node, "targets", [])
+                    if isinstance(t, ast.Name)
+                ]
+            )
             defined.update({target: name for target in targets if target in settings})
     assert defined == dict.fromkeys(settings, "config")
 
 
 def test_functions_stay_short_and_the_loop_module_small():
-    long = [f"{name}.{node.name}: {node.end_lineno - node.lineno + 1} lines" for name, tree in TREES.items()
-            for node in ast.walk(tree)
-            if isinstance(node, ast.FunctionDef) and node.end_lineno - node.lineno + 1 > 60]
+    long = [
+        f"{name}.{node.name}: {node.end_lineno - node.lineno + 1} lines"
+        for name, tree in TREES.items()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef) and node.end_lineno - node.lineno + 1 > 60
+    ]
     assert long == []
     assert len((PACKAGE / "trainer.py").read_text(encoding="utf-8").splitlines()) <= 450

@@ -1,4 +1,5 @@
-"""Training (§5): label smoothing, gradient accumulation, paper-sized steps, checkpoints, resume, DDP."""
+"""Training (§5): label smoothing, gradient accumulation, paper-sized steps,
+checkpoints, resume, DDP."""
 
 import gc
 import json
@@ -13,27 +14,48 @@ import pytest
 import torch
 
 from annotated_transformer import data, speed, train, trainer
-from annotated_transformer.checkpoints import RunLock, checkpoints, latest_checkpoint, load_checkpoint
+from annotated_transformer.checkpoints import (
+    RunLock,
+    checkpoints,
+    latest_checkpoint,
+    load_checkpoint,
+)
 from annotated_transformer.config import PRESETS, RunConfig, TransformerConfig
 from annotated_transformer.data import PAD, Batch
 from annotated_transformer.diagnostics import source_alignment
 from annotated_transformer.layers import subsequent_mask
 from annotated_transformer.model import make_model
-from annotated_transformer.optimization import accumulate_gradients, label_smoothed_loss, make_optimizer
+from annotated_transformer.optimization import (
+    accumulate_gradients,
+    label_smoothed_loss,
+    make_optimizer,
+)
 
 TINY = TransformerConfig(vocab_size=50, n_layers=1, d_model=32, d_ff=64, n_heads=2)
 
 
 def test_label_smoothing_against_a_hand_computed_value():
     # Two real positions and one padding position, vocabulary of 4, ε = 0.1.
-    probs = torch.tensor([[[0.6, 0.2, 0.1, 0.1], [0.25, 0.25, 0.25, 0.25], [0.1, 0.2, 0.3, 0.4]]])
+    probs = torch.tensor(
+        [[[0.6, 0.2, 0.1, 0.1], [0.25, 0.25, 0.25, 0.25], [0.1, 0.2, 0.3, 0.4]]]
+    )
     target = torch.tensor([[1, 2, PAD]])
-    # ε/V = 0.025 on every entry, plus 0.9 on the correct one: q = (0.025, 0.925, 0.025, 0.025) for row 0.
-    row0 = -(0.025 * math.log(0.6) + 0.925 * math.log(0.2) + 0.025 * math.log(0.1) + 0.025 * math.log(0.1))
+    # ε/V = 0.025 on every entry, plus 0.9 on the correct one: q = (0.025, 0.925, 0.025,
+    # 0.025) for row 0.
+    row0 = -(
+        0.025 * math.log(0.6)
+        + 0.925 * math.log(0.2)
+        + 0.025 * math.log(0.1)
+        + 0.025 * math.log(0.1)
+    )
     row1 = -math.log(0.25)  # any q gives the same value against a uniform prediction
     loss = label_smoothed_loss(probs.log(), target, pad=PAD, label_smoothing=0.1)
     assert loss.item() == pytest.approx((row0 + row1) / 2, rel=1e-6)
-    assert math.isfinite(label_smoothed_loss(torch.log_softmax(torch.randn(1, 3, 4) * 30, -1), target, PAD, 0.1).item())
+    assert math.isfinite(
+        label_smoothed_loss(
+            torch.log_softmax(torch.randn(1, 3, 4) * 30, -1), target, PAD, 0.1
+        ).item()
+    )
 
 
 def _batch(rows):
@@ -48,23 +70,32 @@ def _batch(rows):
 def test_label_smoothed_loss_matches_cross_entropy_in_float64(smoothing, reduction):
     torch.manual_seed(int(smoothing * 10))
     scores = (3 * torch.randn(4, 7, 50, dtype=torch.float64)).requires_grad_()
-    target = torch.randint(1, 50, (4, 7)).masked_fill(torch.rand(4, 7) < 0.3, PAD)  # padding rows included
-    reference = torch.nn.functional.cross_entropy(scores.flatten(0, 1), target.flatten(), ignore_index=PAD,
-                                                  label_smoothing=smoothing, reduction=reduction)
+    # padding rows included
+    target = torch.randint(1, 50, (4, 7)).masked_fill(torch.rand(4, 7) < 0.3, PAD)
+    reference = torch.nn.functional.cross_entropy(
+        scores.flatten(0, 1),
+        target.flatten(),
+        ignore_index=PAD,
+        label_smoothing=smoothing,
+        reduction=reduction,
+    )
     expected = torch.autograd.grad(2.5 * reference, scores)[0]
     loss = label_smoothed_loss(scores, target, PAD, smoothing, reduction)
     (2.5 * loss).backward()
     assert loss.dtype == torch.float64
     torch.testing.assert_close(loss, reference.detach(), rtol=1e-12, atol=1e-12)
     torch.testing.assert_close(scores.grad, expected, rtol=1e-12, atol=1e-12)
-    assert scores.grad[target == PAD].abs().max() == 0  # padding positions get no gradient
+    # padding positions get no gradient
+    assert scores.grad[target == PAD].abs().max() == 0
 
 
 def test_label_smoothed_loss_reads_bf16_scores_in_float32():
     scores = torch.randn(6, 300).bfloat16()
     target = torch.randint(1, 300, (6,))
     loss = label_smoothed_loss(scores, target, PAD, 0.1)
-    reference = torch.nn.functional.cross_entropy(scores.double(), target, label_smoothing=0.1)
+    reference = torch.nn.functional.cross_entropy(
+        scores.double(), target, label_smoothing=0.1
+    )
     assert loss.dtype == torch.float32
     torch.testing.assert_close(loss.double(), reference, rtol=1e-6, atol=1e-6)
 
@@ -72,15 +103,27 @@ def test_label_smoothed_loss_reads_bf16_scores_in_float32():
 def test_accumulated_gradient_equals_one_large_batch():
     torch.manual_seed(0)
     model = make_model(TINY.replace(dropout=0.0))
-    rows = [[5, 6, 7, 8, 9, 10], [11, 12], [13, 14, 15], [16, 17, 18, 19, 20, 21, 22, 23], [24]]
+    rows = [
+        [5, 6, 7, 8, 9, 10],
+        [11, 12],
+        [13, 14, 15],
+        [16, 17, 18, 19, 20, 21, 22, 23],
+        [24],
+    ]
     whole = _batch(rows)
-    log_probs = model.generator(model(whole.src, whole.tgt_in, whole.src_mask, whole.tgt_mask))
+    log_probs = model.generator(
+        model(whole.src, whole.tgt_in, whole.src_mask, whole.tgt_mask)
+    )
     label_smoothed_loss(log_probs, whole.tgt_out, PAD, 0.1).backward()
     expected = {n: p.grad.clone() for n, p in model.named_parameters()}
     model.zero_grad()
-    accumulate_gradients(model, [_batch(rows[:1]), _batch(rows[1:3]), _batch(rows[3:])], 0.1, PAD)
+    accumulate_gradients(
+        model, [_batch(rows[:1]), _batch(rows[1:3]), _batch(rows[3:])], 0.1, PAD
+    )
     for name, param in model.named_parameters():
-        torch.testing.assert_close(param.grad, expected[name], rtol=1e-5, atol=1e-7, msg=name)
+        torch.testing.assert_close(
+            param.grad, expected[name], rtol=1e-5, atol=1e-7, msg=name
+        )
 
 
 @pytest.mark.parametrize("name", ["base", "big"])
@@ -91,20 +134,54 @@ def test_paper_sized_training_step_on_cpu(name):
     optimizer, scheduler = make_optimizer(model, config.d_model, warmup=4000)
     batch = _batch([[5, 6, 7, 8], [9, 10]])
     before = model.encoder.layers[0].feed_forward.w_1.weight.detach().clone()
-    loss = float(accumulate_gradients(model, [batch], config.label_smoothing, PAD)) / batch.n_tokens
+    loss = (
+        float(accumulate_gradients(model, [batch], config.label_smoothing, PAD))
+        / batch.n_tokens
+    )
     optimizer.step()
     scheduler.step()
-    assert math.isfinite(loss) and 5 < loss < 15  # about ln(37000) = 10.5 at initialization
+    # about ln(37000) = 10.5 at initialization
+    assert math.isfinite(loss) and 5 < loss < 15
     assert not torch.equal(before, model.encoder.layers[0].feed_forward.w_1.weight)
-    assert scheduler.get_last_lr()[0] == pytest.approx(config.d_model**-0.5 * 2 * 4000**-1.5)
+    assert scheduler.get_last_lr()[0] == pytest.approx(
+        config.d_model**-0.5 * 2 * 4000**-1.5
+    )
 
 
 def _cli(text_corpus, out_dir, *extra):
     return [
-        "--corpus", "text", "--data-dir", str(text_corpus), "--out-dir", str(out_dir), "--vocab-size", "80",
-        "--n-layers", "1", "--d-model", "32", "--d-ff", "64", "--n-heads", "2", "--batch-tokens", "300",
-        "--warmup", "10", "--valid-every", "1000", "--log-every", "1", "--save-every", "4",
-        "--save-every-minutes", "60", "--max-minutes", "0", "--no-progress", *extra,
+        "--corpus",
+        "text",
+        "--data-dir",
+        str(text_corpus),
+        "--out-dir",
+        str(out_dir),
+        "--vocab-size",
+        "80",
+        "--n-layers",
+        "1",
+        "--d-model",
+        "32",
+        "--d-ff",
+        "64",
+        "--n-heads",
+        "2",
+        "--batch-tokens",
+        "300",
+        "--warmup",
+        "10",
+        "--valid-every",
+        "1000",
+        "--log-every",
+        "1",
+        "--save-every",
+        "4",
+        "--save-every-minutes",
+        "60",
+        "--max-minutes",
+        "0",
+        "--no-progress",
+        *extra,
     ]
 
 
@@ -113,12 +190,14 @@ def _losses(out_dir: Path) -> dict[int, float]:
     for line in (out_dir / "metrics.jsonl").read_text().splitlines():
         record = json.loads(line)
         if "loss" in record:
-            losses[record["step"]] = record["loss"]  # a resumed run overwrites the steps it repeats
+            # a resumed run overwrites the steps it repeats
+            losses[record["step"]] = record["loss"]
     return losses
 
 
 class _Killed(BaseException):
-    """What kill -9 leaves: the process stops between two instructions, with no handler, save or flush."""
+    """What kill -9 leaves: the process stops between two instructions, with no handler,
+    save or flush."""
 
 
 def test_killed_run_resumes_on_the_same_trajectory(text_corpus, tmp_path, monkeypatch):
@@ -130,7 +209,8 @@ def test_killed_run_resumes_on_the_same_trajectory(text_corpus, tmp_path, monkey
     killed, real_step = tmp_path / "killed", trainer.train_step
 
     def dies_in_update_11(s, at):
-        if at.step == 10:  # 10 updates done, checkpoints of 4 and 8 written, the 11th under way
+        # 10 updates done, checkpoints of 4 and 8 written, the 11th under way
+        if at.step == 10:
             raise _Killed
         return real_step(s, at)
 
@@ -138,8 +218,12 @@ def test_killed_run_resumes_on_the_same_trajectory(text_corpus, tmp_path, monkey
     with pytest.raises(_Killed):
         train.main(_cli(text_corpus, killed, *steps))
     monkeypatch.setattr(trainer, "train_step", real_step)
-    gc.collect()  # the dead process's files close, as the operating system closes them after a kill
-    assert max(_losses(killed)) == 10 and latest_checkpoint(killed).name == "step-0000008.pt"
+    # the dead process's files close, as the operating system closes them after a kill
+    gc.collect()
+    assert (
+        max(_losses(killed)) == 10
+        and latest_checkpoint(killed).name == "step-0000008.pt"
+    )
     assert not (killed / "results.json").exists()
 
     assert train.main(_cli(text_corpus, killed, *steps)) == 0  # the same command again
@@ -157,68 +241,127 @@ def test_truncated_checkpoint_gives_a_clear_error(text_corpus, tmp_path, capsys)
     capsys.readouterr()
     assert train.main(_cli(text_corpus, tmp_path, "--max-steps", "8")) == 2
     err = capsys.readouterr().err
-    assert "step-0000004.pt is truncated, corrupt or not a checkpoint" in err and "Traceback" not in err
+    assert (
+        "step-0000004.pt is truncated, corrupt or not a checkpoint" in err
+        and "Traceback" not in err
+    )
 
 
 def test_resuming_with_other_settings_is_refused(text_corpus, tmp_path, capsys):
     assert train.main(_cli(text_corpus, tmp_path, "--max-steps", "2")) == 0
-    assert train.main(_cli(text_corpus, tmp_path, "--max-steps", "4", "--d-model", "64", "--n-heads", "4")) == 2
+    assert (
+        train.main(
+            _cli(
+                text_corpus,
+                tmp_path,
+                "--max-steps",
+                "4",
+                "--d-model",
+                "64",
+                "--n-heads",
+                "4",
+            )
+        )
+        == 2
+    )
     assert "different settings (--d-model, --n-heads)" in capsys.readouterr().err
 
 
-def test_a_setting_added_later_resumes_older_runs_at_its_old_value(text_corpus, tmp_path, capsys):
+def test_a_setting_added_later_resumes_older_runs_at_its_old_value(
+    text_corpus, tmp_path, capsys
+):
     assert train.main(_cli(text_corpus, tmp_path, "--max-steps", "2")) == 0
     config = json.loads((tmp_path / "config.json").read_text())
     del config["run"]["buckets"]  # as a run made before --buckets existed recorded it
     (tmp_path / "config.json").write_text(json.dumps(config))
-    assert train.main(_cli(text_corpus, tmp_path, "--max-steps", "3", "--buckets", "2")) == 2
+    assert (
+        train.main(_cli(text_corpus, tmp_path, "--max-steps", "3", "--buckets", "2"))
+        == 2
+    )
     assert "different settings (--buckets)" in capsys.readouterr().err
     assert train.main(_cli(text_corpus, tmp_path, "--max-steps", "3")) == 0
 
 
 def test_sigint_saves_before_exiting(text_corpus, tmp_path):
-    options = _cli(text_corpus, tmp_path, "--max-steps", "100000", "--save-every", "100000")
+    options = _cli(
+        text_corpus, tmp_path, "--max-steps", "100000", "--save-every", "100000"
+    )
     command = [sys.executable, "-m", "annotated_transformer.train", *options]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
     lines = []
-    while not lines or not lines[-1].startswith("update 1/"):  # the loop has run an update: Ctrl-C now
+    # the loop has run an update: Ctrl-C now
+    while not lines or not lines[-1].startswith("update 1/"):
         lines.append(process.stdout.readline())
         assert lines[-1], "".join(lines)  # the child ended before its first update
     process.send_signal(signal.SIGINT)
     output = "".join(lines) + process.communicate()[0]
     assert process.returncode == 130, output
     assert "interrupted: saved update" in output
-    assert checkpoints(tmp_path) == []  # a stop between scheduled checkpoints is not one of them...
+    # a stop between scheduled checkpoints is not one of them...
+    assert checkpoints(tmp_path) == []
     resume = latest_checkpoint(tmp_path)  # ...but its state is kept for resuming
     assert resume.name.startswith("resume-") and load_checkpoint(resume)["step"] >= 1
 
 
-def test_two_processes_match_one_process_with_the_same_global_batch(text_corpus, tmp_path):
-    # --batch-tokens is the budget of one update: 600 = 1 process x 2 micro-batches x 300 = 2 processes x 1 x 300.
-    common = ["--dropout", "0", "--max-steps", "3", "--save-every", "3", "--batch-tokens", "600"]
+def test_two_processes_match_one_process_with_the_same_global_batch(
+    text_corpus, tmp_path
+):
+    # --batch-tokens is the budget of one update:
+    # 600 = 1 process x 2 micro-batches x 300 = 2 processes x 1 x 300.
+    common = [
+        "--dropout",
+        "0",
+        "--max-steps",
+        "3",
+        "--save-every",
+        "3",
+        "--batch-tokens",
+        "600",
+    ]
     single = _cli(text_corpus, tmp_path / "one", *common, "--accumulate", "2")
     assert train.main(single) == 0
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-                "-m", "annotated_transformer.train", *_cli(text_corpus, tmp_path / "two", *common)]
-    result = subprocess.run(torchrun, capture_output=True, text=True, env=env)  # bounded by its 3 updates
+    torchrun = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node=2",
+        "-m",
+        "annotated_transformer.train",
+        *_cli(text_corpus, tmp_path / "two", *common),
+    ]
+    # bounded by its 3 updates
+    result = subprocess.run(torchrun, capture_output=True, text=True, env=env)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     one = load_checkpoint(checkpoints(tmp_path / "one")[-1])
     two = load_checkpoint(checkpoints(tmp_path / "two")[-1])
     assert one["step"] == two["step"] == 3
     assert json.loads((tmp_path / "two" / "config.json").read_text())["world_size"] == 2
-    assert "600 tokens per update = 2 process(es) x 1 micro-batch(es) x 300" in result.stdout
-    for key in ("tgt_tokens", "src_tokens", "sentences"):  # the same sentences, counted over both processes
+    assert (
+        "600 tokens per update = 2 process(es) x 1 micro-batch(es) x 300"
+        in result.stdout
+    )
+    # the same sentences, counted over both processes
+    for key in ("tgt_tokens", "src_tokens", "sentences"):
         assert one[key] == two[key] > 0
     for name, value in one["model"].items():
         if name.endswith("w_k.bias"):
-            # The key bias adds the same amount to every score of a query, which the softmax ignores: its
-            # true gradient is zero, and Adam turns the rounding noise it gets into full-size steps.
+            # The key bias adds the same amount to every score of a query, which the
+            # softmax ignores: its true gradient is zero, and Adam turns the rounding
+            # noise it gets into full-size steps.
             continue
-        torch.testing.assert_close(two["model"][name], value, rtol=1e-4, atol=1e-6, msg=name)
-    initial = make_model(TINY)  # the parameters did move: the comparison is not between two untouched models
-    assert not torch.allclose(one["model"]["encoder.layers.0.feed_forward.w_1.weight"],
-                              initial.state_dict()["encoder.layers.0.feed_forward.w_1.weight"])
+        torch.testing.assert_close(
+            two["model"][name], value, rtol=1e-4, atol=1e-6, msg=name
+        )
+    # the parameters did move: the comparison is not between two untouched models
+    initial = make_model(TINY)
+    assert not torch.allclose(
+        one["model"]["encoder.layers.0.feed_forward.w_1.weight"],
+        initial.state_dict()["encoder.layers.0.feed_forward.w_1.weight"],
+    )
 
 
 def test_command_line_lists_valid_options_for_a_typo(capsys):
@@ -226,14 +369,21 @@ def test_command_line_lists_valid_options_for_a_typo(capsys):
         train.main(["--d-modle", "512"])
     assert exit_info.value.code == 2
     err = capsys.readouterr().err
-    assert "unrecognized arguments: --d-modle" in err and "--d-model" in err and "--batch-tokens" in err
+    assert (
+        "unrecognized arguments: --d-modle" in err
+        and "--d-model" in err
+        and "--batch-tokens" in err
+    )
 
 
 def test_help_documents_every_setting(capsys):
     with pytest.raises(SystemExit):
         train.main(["--help"])
     out = capsys.readouterr().out
-    for field in [*TransformerConfig.__dataclass_fields__, *RunConfig.__dataclass_fields__]:
+    for field in [
+        *TransformerConfig.__dataclass_fields__,
+        *RunConfig.__dataclass_fields__,
+    ]:
         assert f"--{field.replace('_', '-')}" in out
     assert "label smoothing" in out.lower() or "ε_ls" in out
 
@@ -241,50 +391,94 @@ def test_help_documents_every_setting(capsys):
 def test_update_batches_give_every_process_layout_the_same_updates():
     from annotated_transformer.optimization import update_batches
 
-    batches = [[i] for i in range(19)]  # 19 batches: the last 3 do not fill a 16-batch update... or a 8-batch one
+    # 19 batches: the last 3 do not fill a 16-batch update... or a 8-batch one
+    batches = [[i] for i in range(19)]
     reference = [sum(u, []) for u in update_batches(batches, 1, 8, 0)]
     assert reference == [list(range(8)), list(range(8, 16))]
     for world, accumulate in ((2, 4), (4, 2), (8, 1)):
-        shards = [update_batches(batches, world, accumulate, rank) for rank in range(world)]
+        shards = [
+            update_batches(batches, world, accumulate, rank) for rank in range(world)
+        ]
         assert all(len(s) == 2 and all(len(u) == accumulate for u in s) for s in shards)
-        assert [sum((s[u] for s in shards), []) for u in range(2)] == [[[i] for i in r] for r in reference]
+        assert [sum((s[u] for s in shards), []) for u in range(2)] == [
+            [[i] for i in r] for r in reference
+        ]
 
 
-def test_a_stop_between_scheduled_checkpoints_is_resumed_but_not_averaged(text_corpus, tmp_path, capsys):
-    assert train.main(_cli(text_corpus, tmp_path, "--max-steps", "10", "--average", "2")) == 0
-    assert [p.name for p in checkpoints(tmp_path)] == ["step-0000004.pt", "step-0000008.pt"]
+def test_a_stop_between_scheduled_checkpoints_is_resumed_but_not_averaged(
+    text_corpus, tmp_path, capsys
+):
+    assert (
+        train.main(_cli(text_corpus, tmp_path, "--max-steps", "10", "--average", "2"))
+        == 0
+    )
+    assert [p.name for p in checkpoints(tmp_path)] == [
+        "step-0000004.pt",
+        "step-0000008.pt",
+    ]
     assert latest_checkpoint(tmp_path).name == "resume-0000010.pt"
     results = json.loads((tmp_path / "results.json").read_text())
-    assert results["checkpoints"] == ["step-0000004.pt", "step-0000008.pt"] and results["updates"] == 10
-    assert train.main(_cli(text_corpus, tmp_path, "--max-steps", "12", "--average", "2")) == 0  # resumes at 10
+    assert (
+        results["checkpoints"] == ["step-0000004.pt", "step-0000008.pt"]
+        and results["updates"] == 10
+    )
+    # resumes at 10
+    assert (
+        train.main(_cli(text_corpus, tmp_path, "--max-steps", "12", "--average", "2"))
+        == 0
+    )
     assert "resumed from" in capsys.readouterr().out
-    assert [p.name for p in checkpoints(tmp_path)] == ["step-0000004.pt", "step-0000008.pt", "step-0000012.pt"]
-    assert latest_checkpoint(tmp_path).name == "step-0000012.pt"  # the stop's state is superseded and removed
+    assert [p.name for p in checkpoints(tmp_path)] == [
+        "step-0000004.pt",
+        "step-0000008.pt",
+        "step-0000012.pt",
+    ]
+    # the stop's state is superseded and removed
+    assert latest_checkpoint(tmp_path).name == "step-0000012.pt"
     assert not list((tmp_path / "checkpoints").glob("resume-*.pt"))
 
 
-def test_a_failed_data_load_writes_nothing_and_the_retry_trains(text_corpus, tmp_path, capsys):
+def test_a_failed_data_load_writes_nothing_and_the_retry_trains(
+    text_corpus, tmp_path, capsys
+):
     run = tmp_path / "run"
-    wrong = [a if a != str(text_corpus) else str(tmp_path / "no-such-data") for a in _cli(text_corpus, run)]
+    wrong = [
+        a if a != str(text_corpus) else str(tmp_path / "no-such-data")
+        for a in _cli(text_corpus, run)
+    ]
     assert train.main([*wrong, "--max-steps", "2"]) == 2
-    assert "for --corpus text" in capsys.readouterr().err  # the error names the option that exists
+    # the error names the option that exists
+    assert "for --corpus text" in capsys.readouterr().err
     assert not run.exists()
     assert train.main([*_cli(text_corpus, run), "--max-steps", "2"]) == 0
 
 
-def test_filtering_that_leaves_no_pairs_names_the_option_and_the_retry_trains(text_corpus, tmp_path, capsys):
+def test_filtering_that_leaves_no_pairs_names_the_option_and_the_retry_trains(
+    text_corpus, tmp_path, capsys
+):
     run = tmp_path / "run"
-    assert train.main([*_cli(text_corpus, run), "--max-steps", "2", "--max-sentence-tokens", "1"]) == 2
+    assert (
+        train.main(
+            [*_cli(text_corpus, run), "--max-steps", "2", "--max-sentence-tokens", "1"]
+        )
+        == 2
+    )
     assert "raise --max-sentence-tokens" in capsys.readouterr().err
     assert not (run / "config.json").exists()
     assert train.main([*_cli(text_corpus, run), "--max-steps", "2"]) == 0
 
 
-def test_a_finished_run_reports_instead_of_training_again(text_corpus, tmp_path, capsys):
+def test_a_finished_run_reports_instead_of_training_again(
+    text_corpus, tmp_path, capsys
+):
     assert train.main(_cli(text_corpus, tmp_path / "run", "--max-steps", "2")) == 0
     lines = (tmp_path / "run" / "metrics.jsonl").read_text()
     capsys.readouterr()
-    assert train.main(_cli(text_corpus, str(tmp_path / "run") + "/", "--max-steps", "2")) == 0  # DIR/ is DIR
+    # DIR/ is DIR
+    assert (
+        train.main(_cli(text_corpus, str(tmp_path / "run") + "/", "--max-steps", "2"))
+        == 0
+    )
     out = capsys.readouterr().out
     assert "is finished: 2 updates, sacreBLEU" in out and "model:" not in out
     assert (tmp_path / "run" / "metrics.jsonl").read_text() == lines
@@ -299,7 +493,8 @@ def test_a_second_trainer_on_the_same_folder_is_refused(text_corpus, tmp_path, c
     finally:
         holder.release()
     assert not (tmp_path / "run" / "checkpoints").exists()
-    assert train.main(_cli(text_corpus, tmp_path / "run", "--max-steps", "2")) == 0  # free again
+    # free again
+    assert train.main(_cli(text_corpus, tmp_path / "run", "--max-steps", "2")) == 0
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
@@ -310,11 +505,23 @@ def test_asking_for_a_missing_gpu_is_a_clear_error(text_corpus, tmp_path, capsys
 
 
 def test_print_config_resolves_preset_and_options_without_training(tmp_path, capsys):
-    argv = ["--preset", "base", "--no-bf16", "--max-tokens", "8000", "--update-freq", "2", "--run", str(tmp_path / "r")]
+    argv = [
+        "--preset",
+        "base",
+        "--no-bf16",
+        "--max-tokens",
+        "8000",
+        "--update-freq",
+        "2",
+        "--run",
+        str(tmp_path / "r"),
+    ]
     assert train.main([*argv, "--print-config"]) == 0
     resolved = json.loads(capsys.readouterr().out)
     assert resolved["model"]["d_model"] == 512 and resolved["run"]["bf16"] is False
-    assert resolved["run"]["batch_tokens"] == 8000 and resolved["run"]["accumulate"] == 2
+    assert (
+        resolved["run"]["batch_tokens"] == 8000 and resolved["run"]["accumulate"] == 2
+    )
     assert resolved["run"]["warmup"] == 4000 and not (tmp_path / "r").exists()
 
 
@@ -322,26 +529,51 @@ def test_help_shows_the_defaults_of_the_chosen_preset(capsys):
     with pytest.raises(SystemExit):
         train.main(["--help", "--preset", "big"])
     out = capsys.readouterr().out
-    assert "defaults shown are the big preset's" in out and "(default: 1024)" in out  # big's d_model
+    # big's d_model
+    assert "defaults shown are the big preset's" in out and "(default: 1024)" in out
     assert "--no-bf16" in out and "--max-tokens" in out and "--lenpen" in out
 
 
-@pytest.mark.parametrize("buckets", ["0", "2"])  # one compilation for all shapes; one per fixed shape
+# one compilation for all shapes; one per fixed shape
+@pytest.mark.parametrize("buckets", ["0", "2"])
 def test_compiled_training_follows_the_eager_trajectory(text_corpus, tmp_path, buckets):
-    steps = ["--max-steps", "4", "--dropout", "0", "--beam-size", "1", "--buckets", buckets]  # compiled
+    # compiled
+    steps = [
+        "--max-steps",
+        "4",
+        "--dropout",
+        "0",
+        "--beam-size",
+        "1",
+        "--buckets",
+        buckets,
+    ]
     # dropout would draw other masks
     assert train.main(_cli(text_corpus, tmp_path / "eager", *steps)) == 0
-    assert train.main(_cli(text_corpus, tmp_path / "compiled", *steps, "--compile")) == 0
+    assert (
+        train.main(_cli(text_corpus, tmp_path / "compiled", *steps, "--compile")) == 0
+    )
     eager, compiled = _losses(tmp_path / "eager"), _losses(tmp_path / "compiled")
     assert sorted(compiled) == [1, 2, 3, 4]
     for step in eager:
         assert compiled[step] == pytest.approx(eager[step], rel=1e-4), step
 
 
-def test_metrics_carry_the_models_flops_and_utilisation(text_corpus, tmp_path, monkeypatch):
-    monkeypatch.setattr(trainer, "peak_flops", lambda *args, **kwargs: 2e12)  # a known peak, not a timed probe
-    assert train.main(_cli(text_corpus, tmp_path / "run", "--max-steps", "2", "--beam-size", "1")) == 0
-    records = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+def test_metrics_carry_the_models_flops_and_utilisation(
+    text_corpus, tmp_path, monkeypatch
+):
+    # a known peak, not a timed probe
+    monkeypatch.setattr(trainer, "peak_flops", lambda *args, **kwargs: 2e12)
+    assert (
+        train.main(
+            _cli(text_corpus, tmp_path / "run", "--max-steps", "2", "--beam-size", "1")
+        )
+        == 0
+    )
+    records = [
+        json.loads(line)
+        for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()
+    ]
     updates = [r for r in records if "loss" in r]
     assert len(updates) == 2 and all(r["tflops"] > 0 for r in updates)
     for r in updates:  # utilisation is the achieved rate over the peak
@@ -349,19 +581,25 @@ def test_metrics_carry_the_models_flops_and_utilisation(text_corpus, tmp_path, m
 
 
 def test_source_alignment_is_one_for_even_attention_and_matches_a_hand_count():
-    """The alignment signal against two references: a decoder whose encoder-decoder queries are zero spreads
-    evenly over the source (ratio exactly 1), and for a trained-looking one it equals the entropy computed
-    by hand from the captured weights."""
+    """The alignment signal against two references: a decoder whose encoder-decoder
+    queries are zero spreads evenly over the source (ratio exactly 1), and for a
+    trained-looking one it equals the entropy computed by hand from the captured
+    weights."""
     torch.manual_seed(0)
-    model = make_model(TransformerConfig(vocab_size=30, n_layers=2, d_model=32, d_ff=64, n_heads=4))
+    model = make_model(
+        TransformerConfig(vocab_size=30, n_layers=2, d_model=32, d_ff=64, n_heads=4)
+    )
     pairs = [([5, 6, 7, 8], [9, 10]), ([11, 12], [13, 14, 15]), ([16, 17, 18], [19])]
-    for layer in model.decoder.layers:  # every score q·k becomes 0: weights 1/n over the real source tokens
+    # every score q·k becomes 0: weights 1/n over the real source tokens
+    for layer in model.decoder.layers:
         torch.nn.init.zeros_(layer.src_attn.w_q.weight)
         torch.nn.init.zeros_(layer.src_attn.w_q.bias)
     assert source_alignment(model, pairs, 1000, "cpu") == pytest.approx([1.0, 1.0])
 
     torch.manual_seed(1)
-    model = make_model(TransformerConfig(vocab_size=30, n_layers=2, d_model=32, d_ff=64, n_heads=4))
+    model = make_model(
+        TransformerConfig(vocab_size=30, n_layers=2, d_model=32, d_ff=64, n_heads=4)
+    )
     ratios = source_alignment(model, pairs, 1000, "cpu")
     model.eval()
     expected = [0.0, 0.0]
@@ -369,48 +607,80 @@ def test_source_alignment_is_one_for_even_attention_and_matches_a_hand_count():
         s, t = torch.tensor([src + [2]]), torch.tensor([[1] + tgt])
         for m in (layer.src_attn for layer in model.decoder.layers):
             m.keep_attention = True
-        model(s, t, torch.ones(1, 1, s.size(1), dtype=torch.bool), subsequent_mask(t.size(1)))
+        model(
+            s,
+            t,
+            torch.ones(1, 1, s.size(1), dtype=torch.bool),
+            subsequent_mask(t.size(1)),
+        )
         for i, layer in enumerate(model.decoder.layers):
             w = layer.src_attn.attention_weights[0]  # (h, tgt, src)
-            expected[i] += (-(w * w.log()).sum(-1).mean(0) / math.log(s.size(1))).sum().item()
+            expected[i] += (
+                (-(w * w.log()).sum(-1).mean(0) / math.log(s.size(1))).sum().item()
+            )
     count = sum(len(tgt) + 1 for _, tgt in pairs)
     assert ratios == pytest.approx([e / count for e in expected], rel=1e-5)
     assert all(0 < r < 1 for r in ratios)
 
 
-@pytest.mark.parametrize("name, message", [
-    ("tpu", "not one this package runs on"), ("cpu:1", "not one this package runs on"),
-    ("cuda:x", "not one this package runs on"),
-])
+@pytest.mark.parametrize(
+    "name, message",
+    [
+        ("tpu", "not one this package runs on"),
+        ("cpu:1", "not one this package runs on"),
+        ("cuda:x", "not one this package runs on"),
+    ],
+)
 def test_unknown_devices_are_refused_by_name(name, message):
     with pytest.raises(ValueError, match=message):
         trainer.resolve_device(name)
     assert trainer.resolve_device("cpu") == "cpu"
 
 
-def test_training_keeps_its_pairs_in_a_token_cache_that_a_resumed_run_maps(text_corpus, tmp_path, capsys):
+def test_training_keeps_its_pairs_in_a_token_cache_that_a_resumed_run_maps(
+    text_corpus, tmp_path, capsys
+):
     run = tmp_path / "run"
     assert train.main(_cli(text_corpus, run, "--max-steps", "2")) == 0
     (meta,) = (run / "tokens").glob("*/meta.json")
     cache = speed.TokenCache(meta.parent)
     assert f"train: kept {len(cache):,} of 400 pairs" in capsys.readouterr().out
     stamp = (meta.parent / "src.ids").stat().st_mtime_ns
-    assert train.main(_cli(text_corpus, run, "--max-steps", "4")) == 0  # resumes: maps, encodes nothing
-    assert (meta.parent / "src.ids").stat().st_mtime_ns == stamp and sorted(_losses(run)) == [1, 2, 3, 4]
+    # resumes: maps, encodes nothing
+    assert train.main(_cli(text_corpus, run, "--max-steps", "4")) == 0
+    assert (meta.parent / "src.ids").stat().st_mtime_ns == stamp and sorted(
+        _losses(run)
+    ) == [1, 2, 3, 4]
 
 
-def test_a_process_other_than_rank_0_maps_the_token_cache_and_reads_no_training_text(text_corpus, tmp_path,
-                                                                                     monkeypatch):
+def test_a_process_other_than_rank_0_maps_the_token_cache_and_reads_no_training_text(
+    text_corpus, tmp_path, monkeypatch
+):
     run = tmp_path / "run"
-    assert train.main(_cli(text_corpus, run, "--max-steps", "2")) == 0  # encodes the pairs, as rank 0 would
+    # encodes the pairs, as rank 0 would
+    assert train.main(_cli(text_corpus, run, "--max-steps", "2")) == 0
     (meta,) = (run / "tokens").glob("*/meta.json")
-    model_config, run_config = train.configs_from_args(train.build_parser().parse_args(_cli(text_corpus, run)))
+    model_config, run_config = train.configs_from_args(
+        train.build_parser().parse_args(_cli(text_corpus, run))
+    )
     splits_read, load_pairs = [], data.load_pairs
-    monkeypatch.setattr(data, "load_pairs", lambda corpus, split, *rest: splits_read.append(split)
-                        or load_pairs(corpus, split, *rest))
-    monkeypatch.setattr(trainer, "setup_distributed", lambda device: (1, 2, device))  # rank 1 of 2, without
-    monkeypatch.setattr(torch.nn.parallel, "DistributedDataParallel", lambda model: model)  # a process group
+    monkeypatch.setattr(
+        data,
+        "load_pairs",
+        lambda corpus, split, *rest: (
+            splits_read.append(split) or load_pairs(corpus, split, *rest)
+        ),
+    )
+    # rank 1 of 2, without
+    monkeypatch.setattr(trainer, "setup_distributed", lambda device: (1, 2, device))
+    # a process group
+    monkeypatch.setattr(
+        torch.nn.parallel, "DistributedDataParallel", lambda model: model
+    )
     session = trainer.start(model_config, run_config)
     assert splits_read == [run_config.valid_split]
-    assert isinstance(session.stream.pairs, speed.TokenCache) and session.stream.pairs.folder == meta.parent
+    assert (
+        isinstance(session.stream.pairs, speed.TokenCache)
+        and session.stream.pairs.folder == meta.parent
+    )
     assert len(session.valid_pairs) > 0 and session.sp.get_piece_size() == 80

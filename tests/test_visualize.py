@@ -1,4 +1,5 @@
-"""Capturing attention weights, merging pieces into words, the three views, the head search and the command."""
+"""Capturing attention weights, merging pieces into words, the three views, the head
+search and the command."""
 
 import json
 import math
@@ -25,7 +26,8 @@ def distributions(rng, *shape):
 
 
 def planted(layer=5, head=3, weight=0.9, seed=0) -> SentenceAttention:
-    """6 layers x 8 heads of random rows, except that (layer, head) sends `weight` from 'making' to '▁d'."""
+    """6 layers x 8 heads of random rows, except that (layer, head) sends `weight` from
+    'making' to '▁d'."""
     rng = np.random.default_rng(seed)
     s, t = len(SOURCE), len(TARGET)
     encoder = distributions(rng, 6, 8, s, s) * 0.5
@@ -35,26 +37,42 @@ def planted(layer=5, head=3, weight=0.9, seed=0) -> SentenceAttention:
     encoder[layer - 1, head - 1, SOURCE.index("▁making")] = row
     decoder = distributions(rng, 6, 8, t, t) * np.tril(np.ones((t, t)))
     decoder /= decoder.sum(-1, keepdims=True)
-    return SentenceAttention("It is making it more difficult", "Es macht es schwerer", SOURCE, TARGET,
-                             encoder, decoder, distributions(rng, 6, 8, t, s))
+    return SentenceAttention(
+        "It is making it more difficult",
+        "Es macht es schwerer",
+        SOURCE,
+        TARGET,
+        encoder,
+        decoder,
+        distributions(rng, 6, 8, t, s),
+    )
 
 
 @pytest.fixture()
 def tiny():
     torch.manual_seed(0)
-    return make_model(TransformerConfig(vocab_size=20, n_layers=2, d_model=32, d_ff=64, n_heads=4))
+    return make_model(
+        TransformerConfig(vocab_size=20, n_layers=2, d_model=32, d_ff=64, n_heads=4)
+    )
 
 
 def batch():
     src = torch.tensor([[5, 6, 7, 8, 2], [9, 10, 2, 0, 0]])
     tgt = torch.tensor([[1, 11, 12, 13], [1, 14, 15, 0]])
-    return src, tgt, (src != 0).unsqueeze(-2), (tgt != 0).unsqueeze(-2) & subsequent_mask(4)
+    return (
+        src,
+        tgt,
+        (src != 0).unsqueeze(-2),
+        (tgt != 0).unsqueeze(-2) & subsequent_mask(4),
+    )
 
 
 def test_capture_changes_no_output_and_restores_the_model(tiny):
     src, tgt, src_mask, tgt_mask = batch()
     tiny.train()  # the state a training loop would leave
-    modules = [m for m in tiny.modules() if isinstance(m, visualize.MultiHeadedAttention)]
+    modules = [
+        m for m in tiny.modules() if isinstance(m, visualize.MultiHeadedAttention)
+    ]
     tiny.eval()
     before = tiny(src, tgt, src_mask, tgt_mask)
     tiny.train()
@@ -75,17 +93,20 @@ def test_weights_are_distributions_with_padding_and_future_at_zero(tiny):
         assert torch.allclose(w.sum(-1), torch.ones(()), atol=1e-6)
     assert maps["encoder"][1, ..., 3:].abs().max() == 0  # padded source keys
     assert maps["cross"][1, ..., 3:].abs().max() == 0
-    assert torch.triu(maps["decoder"], diagonal=1).abs().max() == 0  # future target positions
+    # future target positions
+    assert torch.triu(maps["decoder"], diagonal=1).abs().max() == 0
     assert maps["decoder"][1, ..., 3].abs().max() == 0  # the padded target key
 
 
 def test_captured_weights_are_eq1_of_the_first_layer(tiny):
-    """Independent reference: softmax(x W_q (x W_k)^T / sqrt(d_k)) from the layer's own projections."""
+    """Independent reference: softmax(x W_q (x W_k)^T / sqrt(d_k)) from the layer's own
+    projections."""
     src, tgt, src_mask, tgt_mask = batch()
     maps = visualize.attention_maps(tiny, src, tgt, src_mask, tgt_mask)
     tiny.eval()
     with torch.no_grad():
-        x = tiny.src_embed(src[:1])[0]  # (5, 32): the first layer's input (post-norm: no norm before)
+        # (5, 32): the first layer's input (post-norm: no norm before)
+        x = tiny.src_embed(src[:1])[0]
         attn = tiny.encoder.layers[0].self_attn
         q = (x @ attn.w_q.weight.T + attn.w_q.bias).view(5, 4, 8).transpose(0, 1)
         k = (x @ attn.w_k.weight.T + attn.w_k.bias).view(5, 4, 8).transpose(0, 1)
@@ -96,10 +117,21 @@ def test_captured_weights_are_eq1_of_the_first_layer(tiny):
 def test_pieces_merge_into_words_and_rows_stay_distributions():
     attn = planted()
     merged = visualize.word_level(attn)
-    assert merged.src_labels == ["It", "is", "making", "it", "more", "difficult", "</s>"]
+    assert merged.src_labels == [
+        "It",
+        "is",
+        "making",
+        "it",
+        "more",
+        "difficult",
+        "</s>",
+    ]
     assert merged.tgt_labels == ["<s>", "Es", "macht", "es", "schwerer"]
-    assert np.allclose(merged.encoder.sum(-1), 1) and np.allclose(merged.cross.sum(-1), 1)
-    # the weight on "difficult" is the sum over its 3 pieces; from "schwerer" the mean of its 2 rows
+    assert np.allclose(merged.encoder.sum(-1), 1) and np.allclose(
+        merged.cross.sum(-1), 1
+    )
+    # the weight on "difficult" is the sum over its 3 pieces; from "schwerer" the mean
+    # of its 2 rows
     assert np.isclose(merged.encoder[0, 0, 2, 5], attn.encoder[0, 0, 2, 5:8].sum())
     assert np.isclose(merged.cross[1, 2, 4, 0], attn.cross[1, 2, 4:6, 0].mean())
 
@@ -131,8 +163,12 @@ def test_grid_view_puts_queries_down_and_keys_across():
     image = axes[1, 2].images[0].get_array()
     assert image.shape == (len(TARGET), len(SOURCE))  # target x source
     assert np.allclose(image, attn.cross[1, 2])
-    assert [t.get_text() for t in axes[0, 0].get_yticklabels()] == [p.replace("▁", "") for p in TARGET]
-    assert [t.get_text() for t in axes[1, 0].get_xticklabels()] == [p.replace("▁", "") for p in SOURCE]
+    assert [t.get_text() for t in axes[0, 0].get_yticklabels()] == [
+        p.replace("▁", "") for p in TARGET
+    ]
+    assert [t.get_text() for t in axes[1, 0].get_xticklabels()] == [
+        p.replace("▁", "") for p in SOURCE
+    ]
     assert axes[1, 2].get_title() == "layer 2, head 3"
     matplotlib.pyplot.close("all")
 
@@ -140,8 +176,15 @@ def test_grid_view_puts_queries_down_and_keys_across():
 def test_explorer_embeds_oriented_data_and_loads_nothing():
     attn = visualize.word_level(planted())
     page = visualize.explorer([attn])
-    payload = json.loads(re.search(r'<script type="application/json" class="at-data">(.*?)</script>', page,
-                                   re.S).group(1).replace("<\\/", "</"))
+    payload = json.loads(
+        re.search(
+            r'<script type="application/json" class="at-data">(.*?)</script>',
+            page,
+            re.S,
+        )
+        .group(1)
+        .replace("<\\/", "</")
+    )
     sentence = payload["sentences"][0]
     assert sentence["labels"]["cross"] == [attn.tgt_labels, attn.src_labels]
     cross = np.array(sentence["weights"]["cross"])
@@ -156,11 +199,14 @@ def test_head_search_finds_the_planted_head_and_the_table_measures_it():
     attn = visualize.word_level(planted(layer=5, head=3, weight=0.9))
     scores = visualize.weight_between(attn, "making", ["difficult"])
     assert visualize.best_heads(scores) == [(5, 3)]
-    assert scores[4, 2] == pytest.approx(0.9 + 2 * 0.1 / 8)  # "▁d" planted, "iff" and "icult" share the rest
+    # "▁d" planted, "iff" and "icult" share the rest
+    assert scores[4, 2] == pytest.approx(0.9 + 2 * 0.1 / 8)
     shift = np.eye(7, k=-1)
     shift[0, 0] = 1  # each word looks at the word before it (the first at itself)
     attn.encoder[0, 0] = shift
-    row = next(r for r in visualize.head_table(attn) if (r["layer"], r["head"]) == (1, 1))
+    row = next(
+        r for r in visualize.head_table(attn) if (r["layer"], r["head"]) == (1, 1)
+    )
     assert row["previous"] == pytest.approx(1.0) and row["next"] == 0
     assert row["entropy"] == pytest.approx(0, abs=1e-9)
     assert row["distance"] == pytest.approx(6 / 7)
@@ -184,26 +230,48 @@ def stored(tmp_path):
 
 def test_command_draws_from_stored_weights(stored, tmp_path):
     png, page = tmp_path / "fig.png", tmp_path / "page.html"
-    assert visualize.main(["--stored", str(stored), "--index", "2", "--query", "making", "-o", str(png)]) == 0
+    assert (
+        visualize.main(
+            [
+                "--stored",
+                str(stored),
+                "--index",
+                "2",
+                "--query",
+                "making",
+                "-o",
+                str(png),
+            ]
+        )
+        == 0
+    )
     assert png.read_bytes()[:4] == b"\x89PNG"
-    assert visualize.main(["--stored", str(stored), "--view", "explorer", "-o", str(page)]) == 0
+    assert (
+        visualize.main(["--stored", str(stored), "--view", "explorer", "-o", str(page)])
+        == 0
+    )
     assert 'class="at-explorer"' in page.read_text()
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--heads", "9"], "head [9] out of range: this model has heads 1 to 8"),
-    (["--layer", "7"], "layer [7] out of range"),
-    (["--layer", "0"], "layer [0] out of range"),
-    (["--view", "grid", "--layer", "0"], "layer [0] out of range"),
-    (["--query", "nowhere"], "'nowhere' is not a token of this sentence"),
-    (["--index", "3"], "--index 3"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--heads", "9"], "head [9] out of range: this model has heads 1 to 8"),
+        (["--layer", "7"], "layer [7] out of range"),
+        (["--layer", "0"], "layer [0] out of range"),
+        (["--view", "grid", "--layer", "0"], "layer [0] out of range"),
+        (["--query", "nowhere"], "'nowhere' is not a token of this sentence"),
+        (["--index", "3"], "--index 3"),
+    ],
+)
 def test_command_rejects_bad_choices_clearly(stored, argv, message, capsys):
     assert visualize.main(["--stored", str(stored), *argv]) == 2
     assert message in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("heads, message", [("3-1", "empty range"), ("two", "write numbers like")])
+@pytest.mark.parametrize(
+    "heads, message", [("3-1", "empty range"), ("two", "write numbers like")]
+)
 def test_command_refuses_head_lists_it_cannot_read(stored, heads, message, capsys):
     with pytest.raises(SystemExit) as stop:
         visualize.main(["--stored", str(stored), "--heads", heads])
@@ -212,10 +280,28 @@ def test_command_refuses_head_lists_it_cannot_read(stored, heads, message, capsy
 
 def test_grid_view_draws_only_the_layer_asked_for(stored, tmp_path, monkeypatch):
     drawn = []
-    monkeypatch.setattr(visualize, "grid_view", lambda attn, kind, layers=None, heads=None: drawn.append(layers)
-                        or visualize.plt.figure())
-    assert visualize.main(["--stored", str(stored), "--view", "grid", "--layer", "2", "-o",
-                           str(tmp_path / "g.png")]) == 0
+    monkeypatch.setattr(
+        visualize,
+        "grid_view",
+        lambda attn, kind, layers=None, heads=None: (
+            drawn.append(layers) or visualize.plt.figure()
+        ),
+    )
+    assert (
+        visualize.main(
+            [
+                "--stored",
+                str(stored),
+                "--view",
+                "grid",
+                "--layer",
+                "2",
+                "-o",
+                str(tmp_path / "g.png"),
+            ]
+        )
+        == 0
+    )
     assert drawn == [[2]]
 
 
@@ -233,11 +319,18 @@ def test_command_rejects_an_empty_sentence_and_a_missing_run(tmp_path, capsys):
 
 
 def test_a_damaged_or_foreign_stored_file_is_a_one_line_error(stored, tmp_path, capsys):
-    truncated, foreign, text = tmp_path / "cut.npz", tmp_path / "other.npz", tmp_path / "notes.npz"
+    truncated, foreign, text = (
+        tmp_path / "cut.npz",
+        tmp_path / "other.npz",
+        tmp_path / "notes.npz",
+    )
     truncated.write_bytes(stored.read_bytes()[:200])
     np.savez(foreign, weights=np.zeros(3))
     text.write_text("not weights")
     for path in (truncated, foreign, text):
         assert visualize.main(["--stored", str(path)]) == 2
         err = capsys.readouterr().err
-        assert f"{path} is not a file of attention weights" in err and "Traceback" not in err
+        assert (
+            f"{path} is not a file of attention weights" in err
+            and "Traceback" not in err
+        )

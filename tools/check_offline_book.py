@@ -1,20 +1,24 @@
-"""Open built chapters in headless Chromium with networking off; fail if math stays raw or a chart is empty.
+"""Open built chapters in headless Chromium with networking off; fail if math stays raw
+or a chart is empty.
 
-    python tools/check_offline_book.py [--html _build/html] [--screenshots DIR] [chapter ...]
+python tools/check_offline_book.py [--html _build/html] [--screenshots DIR] [chapter
+...]
 
-For each chapter the page is loaded from disk with every network request refused, its scripts are
-given time to run, and the resulting DOM is inspected:
-- MathJax must have typeset the page: at least one rendered formula, and no TeX delimiters left in
-  the visible text;
-- every image (matplotlib figures, static Altair/Vega charts) must be a local file that exists, and an
-  SVG chart must contain drawn marks;
-- no interactive chart container may be left empty, and no script may be loaded from the network;
-- no text may look like a Markdown pipe table (a `|---|` rule outside code): a table shown that way was
-  not rendered, and every table a chapter's code cells display must be an HTML table in the page (as
-  many as the chapter's source has cells that display one);
-- every attention explorer must have drawn lines, and must redraw when its head and layer selectors
-  change and show fewer lines while a word is hovered (a script added to a copy of the page makes
-  those changes and records what it saw).
+For each chapter the page is loaded from disk with every network request refused, its
+scripts are given time to run, and the resulting DOM is inspected:
+- MathJax must have typeset the page: at least one rendered formula, and no TeX
+  delimiters left in the visible text;
+- every image (matplotlib figures, static Altair/Vega charts) must be a local file that
+  exists, and an SVG chart must contain drawn marks;
+- no interactive chart container may be left empty, and no script may be loaded from the
+  network;
+- no text may look like a Markdown pipe table (a `|---|` rule outside code): a table
+  shown that way was not rendered, and every table a chapter's code cells display must
+  be an HTML table in the page (as many as the chapter's source has cells that display
+  one);
+- every attention explorer must have drawn lines, and must redraw when its head and
+  layer selectors change and show fewer lines while a word is hovered (a script added to
+  a copy of the page makes those changes and records what it saw).
 """
 
 from __future__ import annotations
@@ -52,39 +56,56 @@ window.addEventListener("load", () => setTimeout(() => {
       select.dispatchEvent(new Event("change"));
       return root.dataset.drawn;
     };
-    const first = root.dataset.drawn, oneHead = pick("head", "1"), otherLayer = pick("layer", "0");
+    const first = root.dataset.drawn, oneHead = pick("head", "1");
+    const otherLayer = pick("layer", "0");
     pick("head", "all");
     const lines = [...root.querySelectorAll("line")];
     root.querySelector("text.at-query").dispatchEvent(new Event("mouseenter"));
     const hovered = lines.filter(line => line.style.display !== "none").length;
-    root.dataset.selftest = JSON.stringify({first, oneHead, otherLayer, total: lines.length, hovered});
+    root.dataset.selftest = JSON.stringify(
+      {first, oneHead, otherLayer, total: lines.length, hovered});
   });
 }, 200));
 </script>"""
 RAW_TEX = re.compile(r"\\\(|\\\[|\$\$|\\frac|\\sqrt|\\text\{")
-# The rule under a Markdown table's header, |---| or | :--- |, also as Sphinx's smart quotes print it (|—|)
+# The rule under a Markdown table's header, |---| or | :--- |, also as Sphinx's smart
+# quotes print it (|—|)
 PIPE_RULE = re.compile(r"\|\s*:?(?:-{3,}|[—–]-?)\s*:?\s*\|")
 HIDDEN_OUTPUT = {"remove-output", "remove-cell", "skip-execution"}
 
 
 def toc_chapters(root: Path = ROOT) -> list[str]:
-    """The book's pages in the order of ``_toc.yml`` (the root, then every part's chapters), without suffix."""
+    """The book's pages in the order of ``_toc.yml`` (the root, then every part's
+    chapters), without suffix."""
     import yaml  # comes with jupyter-book, like jupytext below
 
     toc = yaml.safe_load((root / "_toc.yml").read_text())
-    files = [toc["root"], *(c["file"] for part in toc.get("parts", [toc]) for c in part.get("chapters", []))]
+    files = [
+        toc["root"],
+        *(
+            c["file"]
+            for part in toc.get("parts", [toc])
+            for c in part.get("chapters", [])
+        ),
+    ]
     return [Path(f).name.removesuffix(".md") for f in files]
 
 
 def computed_tables(chapter_source: Path) -> int:
-    """How many code cells of a chapter display a Markdown table (a ``|---|`` rule in their source) and show
-    their output: each must come out as at least one HTML table."""
-    import jupytext  # the book's extras; imported here so that --help works without them
+    """How many code cells of a chapter display a Markdown table (a ``|---|`` rule in
+    their source) and show their output: each must come out as at least one HTML
+    table."""
+    # the book's extras; imported here so that --help works without them
+    import jupytext
 
     count = 0
     for cell in jupytext.read(chapter_source, fmt="md:myst").cells:
         tags = set(cell.metadata.get("tags", []))
-        if cell.cell_type == "code" and PIPE_RULE.search(cell.source) and not tags & HIDDEN_OUTPUT:
+        if (
+            cell.cell_type == "code"
+            and PIPE_RULE.search(cell.source)
+            and not tags & HIDDEN_OUTPUT
+        ):
             count += 1
     return count
 
@@ -92,7 +113,15 @@ def computed_tables(chapter_source: Path) -> int:
 class PageScan(HTMLParser):
     """Collect what the checks need from a rendered DOM."""
 
-    SKIP = {"script", "style", "pre", "code", "noscript", "textarea", "mjx-assistive-mml"}
+    SKIP = {
+        "script",
+        "style",
+        "pre",
+        "code",
+        "noscript",
+        "textarea",
+        "mjx-assistive-mml",
+    }
 
     def __init__(self):
         super().__init__()
@@ -100,11 +129,14 @@ class PageScan(HTMLParser):
         self.images: list[str] = []
         self.remote_scripts: list[str] = []
         self.raw_tex: list[str] = []
-        self.chart_divs: list[dict] = []  # open vega-embed containers and whether they got content
-        self.explorers: list[dict] = []  # attention explorers: their drawn state and the self-test record
+        # open vega-embed containers and whether they got content
+        self.chart_divs: list[dict] = []
+        # attention explorers: their drawn state and the self-test record
+        self.explorers: list[dict] = []
         self.pipe_text: list[str] = []  # visible text that looks like a Markdown table
         self.output_tables = 0  # HTML tables inside code-cell outputs
-        self._output_depth = 0  # stack depth of the innermost open cell output (0: none)
+        # stack depth of the innermost open cell output (0: none)
+        self._output_depth = 0
         self._skip_depth = 0
         self._stack: list[str] = []
 
@@ -121,14 +153,25 @@ class PageScan(HTMLParser):
         if tag == "script" and re.match(r"https?:", attrs.get("src") or ""):
             self.remote_scripts.append(attrs["src"])
         if tag == "div" and (attrs.get("id") or "").startswith(("altair-viz", "vega")):
-            self.chart_divs.append({"id": attrs["id"], "depth": len(self._stack), "filled": False})
+            self.chart_divs.append(
+                {"id": attrs["id"], "depth": len(self._stack), "filled": False}
+            )
         if tag == "div" and "at-explorer" in (attrs.get("class") or "").split():
-            self.explorers.append({"id": attrs.get("id"), "drawn": attrs.get("data-drawn"),
-                                   "test": json.loads(attrs.get("data-selftest") or "null")})
+            self.explorers.append(
+                {
+                    "id": attrs.get("id"),
+                    "drawn": attrs.get("data-drawn"),
+                    "test": json.loads(attrs.get("data-selftest") or "null"),
+                }
+            )
         if tag in ("svg", "canvas"):
             for chart in self.chart_divs:
                 chart["filled"] = True
-        if tag == "div" and "cell_output" in (attrs.get("class") or "").split() and not self._output_depth:
+        if (
+            tag == "div"
+            and "cell_output" in (attrs.get("class") or "").split()
+            and not self._output_depth
+        ):
             self._output_depth = len(self._stack)
         if tag == "table" and self._output_depth:
             self.output_tables += 1
@@ -156,10 +199,19 @@ class PageScan(HTMLParser):
             self.pipe_text.append(" ".join(data.split())[:80])
 
 
-BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
-KNOWN_PATHS = ("/snap/bin/chromium", "/usr/lib/chromium/chromium",
-               "/Applications/Chromium.app/Contents/MacOS/Chromium",
-               "/Applications/Google Chrome.app/Contents/MacOS/Google Chrome")
+BROWSERS = (
+    "chromium",
+    "chromium-browser",
+    "google-chrome",
+    "google-chrome-stable",
+    "chrome",
+)
+KNOWN_PATHS = (
+    "/snap/bin/chromium",
+    "/usr/lib/chromium/chromium",
+    "/Applications/Chromium.app/Contents/MacOS/Chromium",
+    "/Applications/Google Chrome.app/Contents/MacOS/Google Chrome",
+)
 
 
 def find_chromium() -> str | None:
@@ -170,14 +222,35 @@ def find_chromium() -> str | None:
 
 def render(chromium: str, page: Path, screenshot: Path | None) -> str:
     with tempfile.TemporaryDirectory() as profile:
-        common = [chromium, *NO_NETWORK, f"--user-data-dir={profile}", "--virtual-time-budget=15000"]
-        dom = subprocess.run([*common, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
+        common = [
+            chromium,
+            *NO_NETWORK,
+            f"--user-data-dir={profile}",
+            "--virtual-time-budget=15000",
+        ]
+        dom = subprocess.run(
+            [*common, "--dump-dom", page.as_uri()],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         if dom.returncode != 0 or not dom.stdout.strip():
-            raise RuntimeError(f"Chromium could not render {page}: {dom.stderr.strip()[-500:]}")
+            raise RuntimeError(
+                f"Chromium could not render {page}: {dom.stderr.strip()[-500:]}"
+            )
         if screenshot is not None:
-            subprocess.run([*common, "--hide-scrollbars", "--window-size=1280,2000",
-                            f"--screenshot={screenshot}", page.as_uri()],
-                           capture_output=True, timeout=120, check=True)
+            subprocess.run(
+                [
+                    *common,
+                    "--hide-scrollbars",
+                    "--window-size=1280,2000",
+                    f"--screenshot={screenshot}",
+                    page.as_uri(),
+                ],
+                capture_output=True,
+                timeout=120,
+                check=True,
+            )
         return dom.stdout
 
 
@@ -190,27 +263,40 @@ def explorer_problems(explorers: list[dict]) -> list[str]:
         elif int(test["first"].split(",")[-1]) == 0:
             problems.append(f"{name} drew no lines")
         elif len({test["first"], test["oneHead"], test["otherLayer"]}) < 3:
-            problems.append(f"{name} did not redraw when its head and layer selectors changed: {test}")
+            problems.append(
+                f"{name} did not redraw when its head and layer selectors changed: "
+                f"{test}"
+            )
         elif not 0 < test["hovered"] < test["total"]:
-            problems.append(f"{name} did not single out a word's lines on hover: {test}")
+            problems.append(
+                f"{name} did not single out a word's lines on hover: {test}"
+            )
     return problems
 
 
-def check_page(page: Path, source: str, dom: str, tables: int = 0) -> tuple[PageScan, list[str]]:
-    """The scan of the rendered DOM and what is wrong with it; ``source`` is the page's HTML as built and
-    ``tables`` the number of computed tables its chapter displays."""
+def check_page(
+    page: Path, source: str, dom: str, tables: int = 0
+) -> tuple[PageScan, list[str]]:
+    """The scan of the rendered DOM and what is wrong with it; ``source`` is the page's
+    HTML as built and ``tables`` the number of computed tables its chapter displays."""
     scan = PageScan()
     scan.feed(dom)
     problems = []
     problems += [f"a Markdown table shown as text: {t!r}" for t in scan.pipe_text[:5]]
     if scan.output_tables < tables:
-        problems.append(f"{tables} code cell(s) display a table, but the page's outputs hold "
-                        f"{scan.output_tables} HTML table(s)")
+        problems.append(
+            f"{tables} code cell(s) display a table, but the page's outputs hold "
+            f"{scan.output_tables} HTML table(s)"
+        )
     if scan.formulas == 0 and 'class="math' in source:
         problems.append("MathJax typeset no formula (is MathJax loaded from _static?)")
     problems += [f"raw TeX left in the text: {t!r}" for t in scan.raw_tex[:5]]
     problems += [f"script loaded from the network: {s}" for s in scan.remote_scripts]
-    problems += [f"interactive chart {c['id']} is empty" for c in scan.chart_divs if not c["filled"]]
+    problems += [
+        f"interactive chart {c['id']} is empty"
+        for c in scan.chart_divs
+        if not c["filled"]
+    ]
     problems += explorer_problems(scan.explorers)
     for src in scan.images:
         url = urlparse(src)
@@ -222,25 +308,47 @@ def check_page(page: Path, source: str, dom: str, tables: int = 0) -> tuple[Page
         target = (page.parent / unquote(url.path)).resolve()
         if not target.is_file() or target.stat().st_size == 0:
             problems.append(f"image missing: {src}")
-        elif target.suffix == ".svg" and not re.search(r'class="[^"]*(mark-|role-mark)', target.read_text("utf-8")):
+        elif target.suffix == ".svg" and not re.search(
+            r'class="[^"]*(mark-|role-mark)', target.read_text("utf-8")
+        ):
             if "<path" not in target.read_text("utf-8"):
                 problems.append(f"chart has nothing drawn: {src}")
     return scan, problems
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("chapters", nargs="*", help="chapter names without suffix (default: every page of _toc.yml)")
-    parser.add_argument("--html", type=Path, default=Path("_build/html"), help="built book folder")
-    parser.add_argument("--screenshots", type=Path, help="also save a PNG screenshot of each chapter here")
-    parser.add_argument("--chromium", default=find_chromium(),
-                        help="Chromium or Chrome executable (default: the first of " + ", ".join(BROWSERS) +
-                        " on PATH, or a usual install location)")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "chapters",
+        nargs="*",
+        help="chapter names without suffix (default: every page of _toc.yml)",
+    )
+    parser.add_argument(
+        "--html", type=Path, default=Path("_build/html"), help="built book folder"
+    )
+    parser.add_argument(
+        "--screenshots",
+        type=Path,
+        help="also save a PNG screenshot of each chapter here",
+    )
+    parser.add_argument(
+        "--chromium",
+        default=find_chromium(),
+        help="Chromium or Chrome executable (default: the first of "
+        + ", ".join(BROWSERS)
+        + " on PATH, or a usual install location)",
+    )
     args = parser.parse_args(argv)
     if not args.chromium:
-        parser.error("no Chromium or Chrome found. Install one: Debian 'apt-get install chromium'; Ubuntu "
-                     "'snap install chromium' (the apt package is a snap there too); Fedora 'dnf install chromium'; "
-                     "macOS 'brew install --cask chromium'; or pass --chromium /path/to/chrome")
+        parser.error(
+            "no Chromium or Chrome found. Install one: Debian 'apt-get install "
+            "chromium'; Ubuntu "
+            "'snap install chromium' (the apt package is a snap there too); Fedora "
+            "'dnf install chromium'; "
+            "macOS 'brew install --cask chromium'; or pass --chromium /path/to/chrome"
+        )
     if args.screenshots:
         args.screenshots.mkdir(parents=True, exist_ok=True)
     args.chapters = args.chapters or toc_chapters()
@@ -248,14 +356,20 @@ def main(argv: list[str] | None = None) -> int:
     for chapter in args.chapters:
         page = (args.html / "book" / f"{chapter}.html").resolve()
         if not page.is_file():
-            print(f"FAIL {chapter}: {page} does not exist; build the book first (make book)")
+            print(
+                f"FAIL {chapter}: {page} does not exist; build the book first (make "
+                "book)"
+            )
             failed = True
             continue
         shot = args.screenshots / f"{chapter}.png" if args.screenshots else None
         text = page.read_text(encoding="utf-8")
-        if "at-explorer" in text:  # render a copy beside the page with the explorer self-test added
+        # render a copy beside the page with the explorer self-test added
+        if "at-explorer" in text:
             tested = page.with_name(f".selftest-{page.name}")
-            tested.write_text(text.replace("</body>", EXPLORER_TEST + "</body>"), encoding="utf-8")
+            tested.write_text(
+                text.replace("</body>", EXPLORER_TEST + "</body>"), encoding="utf-8"
+            )
             try:
                 dom = render(args.chromium, tested, shot)
             finally:
@@ -266,9 +380,16 @@ def main(argv: list[str] | None = None) -> int:
         tables = computed_tables(chapter_source) if chapter_source.is_file() else 0
         scan, problems = check_page(page, text, dom, tables)
         status = "FAIL" if problems else "ok  "
-        explorers = f", {len(scan.explorers)} attention explorer(s) tested" if scan.explorers else ""
-        print(f"{status} {chapter}: {scan.formulas} formulas typeset, {len(scan.images)} figures/charts, "
-              f"{scan.output_tables} computed table(s){explorers}")
+        explorers = (
+            f", {len(scan.explorers)} attention explorer(s) tested"
+            if scan.explorers
+            else ""
+        )
+        print(
+            f"{status} {chapter}: {scan.formulas} formulas typeset, {len(scan.images)} "
+            "figures/charts, "
+            f"{scan.output_tables} computed table(s){explorers}"
+        )
         for problem in problems:
             print(f"     - {problem}")
         failed |= bool(problems)

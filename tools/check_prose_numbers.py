@@ -1,10 +1,12 @@
-"""Fail when a chapter's prose states a BLEU score, a speed-up or a parameter count typed by hand.
+"""Fail when a chapter's prose states a BLEU score, a speed-up or a parameter count
+typed by hand.
 
-Such numbers must come from a cell: printed, shown in a table, or inserted into the text with
-``{glue:md}`` / ``{glue:text}``. The paper's own reported numbers (Tables 2-4, FACTS) may be cited.
+Such numbers must come from a cell: printed, shown in a table, or inserted into the text
+with ``{glue:md}`` / ``{glue:text}``. The paper's own reported numbers (Tables 2-4,
+FACTS) may be cited.
 
-    python tools/check_prose_numbers.py            # every chapter; exit 1 and a list if any is found
-"""
+python tools/check_prose_numbers.py            # every chapter; exit 1 and a list if any
+is found"""
 
 import re
 import sys
@@ -12,12 +14,59 @@ from pathlib import Path
 
 import jupytext
 
-# Numbers the paper reports, which the book may quote (Tables 2, 3 and 4; parameter counts in millions).
+# Numbers the paper reports, which the book may quote (Tables 2, 3 and 4; parameter
+# counts in millions).
 PAPER_NUMBERS = {
-    "23.75", "24.6", "39.92", "25.16", "40.46", "26.03", "40.56", "39.2", "40.4", "26.30", "41.16", "26.36",
-    "41.29", "27.3", "38.1", "28.4", "41.8", "25.8", "24.9", "25.5", "25.4", "25.1", "23.7", "25.3", "24.5",
-    "26.0", "26.2", "25.7", "26.4", "4.92", "4.33", "65", "213", "58", "60", "36", "50", "80", "28",
-    "168", "53", "90", "88.3", "90.4", "91.7", "91.3", "92.1", "92.7", "93.0", "93.3",
+    "23.75",
+    "24.6",
+    "39.92",
+    "25.16",
+    "40.46",
+    "26.03",
+    "40.56",
+    "39.2",
+    "40.4",
+    "26.30",
+    "41.16",
+    "26.36",
+    "41.29",
+    "27.3",
+    "38.1",
+    "28.4",
+    "41.8",
+    "25.8",
+    "24.9",
+    "25.5",
+    "25.4",
+    "25.1",
+    "23.7",
+    "25.3",
+    "24.5",
+    "26.0",
+    "26.2",
+    "25.7",
+    "26.4",
+    "4.92",
+    "4.33",
+    "65",
+    "213",
+    "58",
+    "60",
+    "36",
+    "50",
+    "80",
+    "28",
+    "168",
+    "53",
+    "90",
+    "88.3",
+    "90.4",
+    "91.7",
+    "91.3",
+    "92.1",
+    "92.7",
+    "93.0",
+    "93.3",
 }
 IGNORED = [
     re.compile(r"`[^`]*`"),  # inline code and {glue:...}`name` roles
@@ -25,16 +74,24 @@ IGNORED = [
     re.compile(r"\]\([^)]*\)"),  # link targets
 ]
 CHECKS = {
-    "a BLEU score": (re.compile(r"\b(BLEU|chrF)\b"), re.compile(r"(?<![\w.§])\d+\.\d+(?![\w.])")),
-    "a speed-up": (re.compile(r"faster|slower|speed-?up", re.I),
-                   re.compile(r"(?<![\w.])\d+(?:\.\d+)?\s*(?:×|x\b|times\b)")),
-    "a parameter count": (re.compile(r"param", re.I),
-                          re.compile(r"(?<![\w.])(?:\d+(?:\.\d+)?\s*M\b|\d{1,3}(?:,\d{3}){2,})")),
+    "a BLEU score": (
+        re.compile(r"\b(BLEU|chrF)\b"),
+        re.compile(r"(?<![\w.§])\d+\.\d+(?![\w.])"),
+    ),
+    "a speed-up": (
+        re.compile(r"faster|slower|speed-?up", re.I),
+        re.compile(r"(?<![\w.])\d+(?:\.\d+)?\s*(?:×|x\b|times\b)"),
+    ),
+    "a parameter count": (
+        re.compile(r"param", re.I),
+        re.compile(r"(?<![\w.])(?:\d+(?:\.\d+)?\s*M\b|\d{1,3}(?:,\d{3}){2,})"),
+    ),
 }
 
 
 def typed_numbers(chapter: Path) -> list[str]:
-    """Each sentence of the chapter's Markdown cells that states a measured number by hand."""
+    """Each sentence of the chapter's Markdown cells that states a measured number by
+    hand."""
     problems = []
     for cell in jupytext.read(chapter, fmt="md:myst").cells:
         if cell.cell_type != "markdown":
@@ -47,9 +104,16 @@ def typed_numbers(chapter: Path) -> list[str]:
             for what, (topic, number) in CHECKS.items():
                 if not topic.search(sentence):
                     continue
-                typed = [n for n in number.findall(sentence) if re.match(r"[\d.,]+", n)[0] not in PAPER_NUMBERS]
+                typed = [
+                    n
+                    for n in number.findall(sentence)
+                    if re.match(r"[\d.,]+", n)[0] not in PAPER_NUMBERS
+                ]
                 if typed:
-                    problems.append(f"{chapter.name}: {what} typed by hand ({', '.join(typed)}): {sentence[:160]}")
+                    problems.append(
+                        f"{chapter.name}: {what} typed by hand ({', '.join(typed)}): "
+                        f"{sentence[:160]}"
+                    )
     return problems
 
 
@@ -57,7 +121,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def main(root: Path = ROOT) -> int:
-    problems = [p for chapter in sorted((root / "book").glob("[0-9][0-9]_*.md")) for p in typed_numbers(chapter)]
+    problems = [
+        p
+        for chapter in sorted((root / "book").glob("[0-9][0-9]_*.md"))
+        for p in typed_numbers(chapter)
+    ]
     for problem in problems:
         print(problem, file=sys.stderr)
     print(f"{len(problems)} typed number(s) in the chapters' prose")
