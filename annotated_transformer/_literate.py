@@ -70,8 +70,7 @@ def exported_cells(root: Path) -> list[ExportedCell]:
             if ANY_MARKER.search(rest) or (not match and ANY_MARKER.match(first)):
                 raise ValueError(
                     f"{rel}, cell {index}: an export marker must be the cell's first "
-                    "line, exactly "
-                    "'# export: NAME'; this one would be ignored"
+                    "line, exactly '# export: NAME'; this one would be ignored"
                 )
             if match:
                 cells.append(ExportedCell(rel, match.group(1), rest.strip("\n")))
@@ -305,8 +304,8 @@ def check(root: Path) -> list[str]:
         if _cell_contents(notebook) != _cell_contents(read_chapter(chapter)):
             problems.append(
                 f"{rel} and {chapter.relative_to(root)} differ in cell content or "
-                "metadata: the chapter is the "
-                "source of truth; copy the change into it, then run `make export`"
+                "metadata: the chapter is the source of truth; copy the change into "
+                "it, then run `make export`"
             )
         if any(c.get("outputs") for c in notebook.cells if c.cell_type == "code"):
             problems.append(f"{rel} carries outputs: run `make export` to strip them")

@@ -159,9 +159,8 @@ def print_training(report: dict) -> None:
     d = report["device"]
     print(
         f"{report['preset']} on {d.get('gpu', d['cpu'] + ' CPU')} ({d['threads']} "
-        f"threads), {report['corpus']}: "
-        f"{report['steps']} timed updates of {report['batch_tokens']:,} tokens, "
-        f"padding {report['padding']:.1%}, "
+        f"threads), {report['corpus']}: {report['steps']} timed updates of "
+        f"{report['batch_tokens']:,} tokens, padding {report['padding']:.1%}, "
         f"{report['flops_per_tgt_token'] / 1e6:,.0f} MFLOP per target token"
     )
     print(
@@ -176,8 +175,7 @@ def print_training(report: dict) -> None:
         )
         print(
             f"{name:<16} {r['tgt_tokens_per_s']:>10,.0f} {r['tokens_per_s']:>10,.0f} "
-            f"{r['step_ms']:>9.1f} "
-            f"{r['flops_per_s'] / 1e12:>8.3f} {mfu:>6} {memory:>9}"
+            f"{r['step_ms']:>9.1f} {r['flops_per_s'] / 1e12:>8.3f} {mfu:>6} {memory:>9}"
         )
     for name, ratio in report["ratios"].items():
         print(f"{name}: {ratio:.2f}x")
@@ -479,25 +477,7 @@ def benchmark_decoding(args) -> dict:
         decoding_result(engine, beam, done, sp, references)
         for (engine, beam), done in passes.items()
     ]
-    ours = {r["beam"]: r for r in results if r["engine"] == "ours"}
-    ratios = {}
-    # agreement with our own decoding at the same beam size, and the time ratio
-    for r in results:
-        mine = ours.get(r["beam"])
-        r["same_as_ours"] = (
-            sum(a == b for a, b in zip(r["outputs"], mine["outputs"])) / len(sources)
-            if mine
-            else None
-        )
-        if mine and r is not mine:
-            ratios[f"ours / {r['engine']} time, beam {r['beam']}"] = (
-                mine["seconds"] / r["seconds"]
-            )
-    # a fingerprint of the outputs, to compare runs of other code or on other machines
-    for r in results:
-        r["outputs_sha256"] = hashlib.sha256(
-            json.dumps(r.pop("outputs")).encode()
-        ).hexdigest()
+    ratios = compare_with_ours(results, len(sources))
     return {
         "mode": "decode",
         "model": what,
@@ -512,6 +492,27 @@ def benchmark_decoding(args) -> dict:
         "ratios": ratios,
         **({"step_sentence": sources[0]} if args.step_batches else {}),
     }
+
+
+def compare_with_ours(results: list[dict], sentences: int) -> dict:
+    """Each result's share of outputs identical to ours at the same beam size (its
+    ``outputs`` give way to a fingerprint, to compare runs of other code or on other
+    machines); and our time over each other engine's."""
+    ours = {r["beam"]: r for r in results if r["engine"] == "ours"}
+    ratios = {}
+    for r in results:
+        mine = ours.get(r["beam"])
+        r["same_as_ours"] = None
+        if mine:
+            same = sum(a == b for a, b in zip(r["outputs"], mine["outputs"]))
+            r["same_as_ours"] = same / sentences
+        if mine and r is not mine:
+            name = f"ours / {r['engine']} time, beam {r['beam']}"
+            ratios[name] = mine["seconds"] / r["seconds"]
+    for r in results:
+        outputs = json.dumps(r.pop("outputs")).encode()
+        r["outputs_sha256"] = hashlib.sha256(outputs).hexdigest()
+    return ratios
 
 
 def decoding_result(
@@ -553,10 +554,9 @@ def print_decoding(report: dict) -> None:
     d = report["device"]
     print(
         f"{report['sentences']:,} sentences of {report['test_set']}, model: "
-        f"{report['model']}; "
-        f"{d.get('gpu', d['cpu'] + ' CPU')}, {d['threads']} threads, each engine in "
-        "its own process, "
-        f"fastest of {report.get('repeat', 1)} pass(es)"
+        f"{report['model']}; {d.get('gpu', d['cpu'] + ' CPU')}, {d['threads']} "
+        "threads, each engine in its own process, fastest of "
+        f"{report.get('repeat', 1)} pass(es)"
     )
     print(
         f"{'engine':<10} {'beam':>4} {'seconds':>8} {'sent/s':>8} {'tok/s':>8} "
@@ -566,8 +566,8 @@ def print_decoding(report: dict) -> None:
         same = f"{r['same_as_ours']:.1%}" if r["same_as_ours"] is not None else "-"
         print(
             f"{r['engine']:<10} {r['beam']:>4} {r['seconds']:>8.2f} "
-            f"{r['sentences_per_s']:>8.1f} "
-            f"{r['tokens_per_s']:>8.0f} {r['bleu']:>6.2f} {same:>13}"
+            f"{r['sentences_per_s']:>8.1f} {r['tokens_per_s']:>8.0f} {r['bleu']:>6.2f} "
+            f"{same:>13}"
         )
     for name, ratio in report["ratios"].items():
         print(f"{name}: {ratio:.2f}x")
@@ -583,9 +583,8 @@ def print_decoding(report: dict) -> None:
             floor = r["matrix_flops"] / report["peak_flops"]
             print(
                 f"  its matrix products: {r['matrix_flops'] / 1e9:,.1f} GFLOP, "
-                f"{floor:.2f} s at the measured "
-                f"{report['peak_flops'] / 1e9:,.0f} GFLOP/s "
-                f"({floor / r['seconds']:.0%} of its time)"
+                f"{floor:.2f} s at the measured {report['peak_flops'] / 1e9:,.0f} "
+                f"GFLOP/s ({floor / r['seconds']:.0%} of its time)"
             )
     for r in (r for r in report["results"] if "step_ms" in r):
         print(
@@ -621,9 +620,8 @@ def time_cache(args) -> dict:
 def print_cache(report: dict) -> None:
     print(
         f"{report['length']}-token outputs from {report['src_len']}-token sources, CPU "
-        "with "
-        f"{report['device']['threads']} threads, best of {report['repeat']}, random "
-        "weights of the multi30k preset"
+        f"with {report['device']['threads']} threads, best of {report['repeat']}, "
+        "random weights of the multi30k preset"
     )
     print(f"{'batch':>6} {'recompute (s)':>14} {'cached (s)':>11} {'speed-up':>9}")
     for r in report["results"]:
@@ -638,10 +636,9 @@ def _train_options(modes) -> argparse.ArgumentParser:
         "train",
         help="training speed of each implementation on the same real batches",
         description="Train each implementation on the same batches of a real corpus "
-        "and "
-        "report target tokens/s, all tokens/s, time per update, model FLOPs "
-        "utilisation and "
-        "peak memory, and how much faster the fast path is than each other one.",
+        "and report target tokens/s, all tokens/s, time per update, model FLOPs "
+        "utilisation and peak memory, and how much faster the fast path is than each "
+        "other one.",
     )
     train.add_argument(
         "--preset",
@@ -691,8 +688,7 @@ def _train_options(modes) -> argparse.ArgumentParser:
         default=0,
         metavar="N",
         help="batches in at most N fixed shapes, as training's --buckets (default: 0, "
-        "each batch "
-        "its own shape); the untimed updates then hold every shape",
+        "each batch its own shape); the untimed updates then hold every shape",
     )
     train.add_argument(
         "--bf16",
@@ -700,11 +696,17 @@ def _train_options(modes) -> argparse.ArgumentParser:
         default=True,
         help="bf16 autocast for the fast path on GPUs (default: on)",
     )
+    add_batch_options(train)
+    return train
+
+
+def add_batch_options(train) -> None:
+    """Where ``benchmark train`` takes its batches from, and the profile."""
     train.add_argument(
         "--corpus",
         choices=["multi30k", "wmt14"],
-        help="where the batches come from "
-        "(default: the preset's corpus; for wmt14 its 10,000-pair sample)",
+        help="where the batches come from (default: the preset's corpus; for wmt14 its "
+        "10,000-pair sample)",
     )
     train.add_argument(
         "--split",
@@ -718,7 +720,6 @@ def _train_options(modes) -> argparse.ArgumentParser:
         metavar="N",
         help="profile N more updates of the fast path and print its top operators",
     )
-    return train
 
 
 def _decode_options(modes) -> argparse.ArgumentParser:
@@ -726,9 +727,8 @@ def _decode_options(modes) -> argparse.ArgumentParser:
         "decode",
         help="decoding speed of our search against CTranslate2",
         description="Translate a test set with each engine and beam size, each in its "
-        "own "
-        "process, in the batches translate uses; report sentences/s, output tokens/s, "
-        "sacreBLEU and how many outputs equal ours.",
+        "own process, in the batches translate uses; report sentences/s, output "
+        "tokens/s, sacreBLEU and how many outputs equal ours.",
     )
     source = decode.add_argument_group("model")
     add_weights_options(source)
@@ -776,16 +776,14 @@ def _decode_options(modes) -> argparse.ArgumentParser:
         default=1,
         metavar="N",
         help="decode N times with each engine, in rounds of one pass per engine, and "
-        "report the "
-        "fastest pass, for a machine whose speed varies from minute to minute "
-        "(default: %(default)s)",
+        "report the fastest pass, for a machine whose speed varies from minute to "
+        "minute (default: %(default)s)",
     )
     decode.add_argument(
         "--profile",
         action="store_true",
         help="decode twice more: under PyTorch's profiler (our top operators) and "
-        "under its "
-        "FLOP counter (our matrix products, against the measured peak)",
+        "under its FLOP counter (our matrix products, against the measured peak)",
     )
     decode.add_argument(
         "--step-batches",
@@ -794,9 +792,8 @@ def _decode_options(modes) -> argparse.ArgumentParser:
         default=[],
         metavar="N",
         help="also time one greedy decoding step of each engine with N copies of the "
-        "test set's "
-        "first sentence in the batch, for each N: milliseconds per step, the encoder "
-        "left out",
+        "test set's first sentence in the batch, for each N: milliseconds per step, "
+        "the encoder left out",
     )
     decode.add_argument("--worker", help=argparse.SUPPRESS)
     return decode
@@ -807,8 +804,7 @@ def _cache_options(modes) -> argparse.ArgumentParser:
         "cache",
         help="incremental decoding against recomputation of the prefix",
         description="Time greedy decoding of fixed-length outputs with the key/value "
-        "cache and with "
-        "full recomputation of the prefix at every step, on the CPU.",
+        "cache and with full recomputation of the prefix at every step, on the CPU.",
     )
     cache.add_argument(
         "--length",
@@ -839,14 +835,11 @@ def build_parser() -> argparse.ArgumentParser:
     main_parser = command_parser(
         "benchmark",
         "Measure speed, against references in the same run: 'train' (tokens/s, MFU, "
-        "peak memory "
-        "of the book's code against its fast path and torch.nn.Transformer), 'decode' "
-        "(sentences/s of our "
-        "decoding against CTranslate2 on the same weights), 'cache' (the key/value "
-        "cache against "
+        "peak memory of the book's code against its fast path and "
+        "torch.nn.Transformer), 'decode' (sentences/s of our decoding against "
+        "CTranslate2 on the same weights), 'cache' (the key/value cache against "
         "recomputation), 'data' (a corpus of WMT14's size: encoding once, mapping, "
-        "batch assembly). Prints a "
-        "table; -o also writes the numbers as JSON.",
+        "batch assembly). Prints a table; -o also writes the numbers as JSON.",
     )
     modes = main_parser.add_subparsers(dest="mode", required=True, metavar="MODE")
     train, decode, cache, feed = (
@@ -1050,15 +1043,13 @@ def benchmark_data(args) -> dict:
 def print_data(report: dict) -> None:
     print(
         f"{report['pairs']:,} pairs ({report['kept']:,} kept) encoded into a "
-        f"{report['cache_gib']:.2f} GiB cache "
-        f"in {report['encode_seconds']:.0f} s (encoder's peak RSS "
-        f"{report['encoder_peak_rss_gib']:.2f} GiB)"
+        f"{report['cache_gib']:.2f} GiB cache in {report['encode_seconds']:.0f} s "
+        f"(encoder's peak RSS {report['encoder_peak_rss_gib']:.2f} GiB)"
     )
     print(
         f"{report['processes']} processes mapping it: first update "
-        f"{report['first_update_seconds']:.0f} s after "
-        f"launch (epoch planned at {report['plan_seconds']:.0f} s), peak RSS "
-        f"{report['peak_rss_gib']:.2f} GiB, "
+        f"{report['first_update_seconds']:.0f} s after launch (epoch planned at "
+        f"{report['plan_seconds']:.0f} s), peak RSS {report['peak_rss_gib']:.2f} GiB, "
         f"batch assembly {report['tokens_per_s'] / 1e6:.2f}M tokens/s"
     )
 
@@ -1068,12 +1059,10 @@ def _data_options(modes) -> argparse.ArgumentParser:
         "data",
         help="WMT14-size data: encoding once, mapping, batch assembly",
         description="Build a corpus of WMT14's size from the 10,000-pair WMT14 sample "
-        "(each "
-        "copy of a pair with its words rotated), encode it once into a memory-mapped "
-        "token "
-        "cache, then start fresh processes on it as training would: time to the first "
-        "update, "
-        "peak resident memory per process, and batch assembly in tokens/s.",
+        "(each copy of a pair with its words rotated), encode it once into a "
+        "memory-mapped token cache, then start fresh processes on it as training "
+        "would: time to the first update, peak resident memory per process, and batch "
+        "assembly in tokens/s.",
     )
     mode.add_argument(
         "--pairs",

@@ -21,13 +21,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser = command_parser(
         "bundle",
         "Write a trained run's model into one self-contained file: weights (averaged "
-        "as the run "
-        "was scored), configuration and SentencePiece vocabulary, without optimizer "
-        "state. translate, "
-        "evaluate and visualize read it with --checkpoint FILE; torch.load(FILE, "
-        "weights_only=True) reads it "
-        "without the package. With --ct2, write the same weights as a CTranslate2 "
-        "model instead.",
+        "as the run was scored), configuration and SentencePiece vocabulary, without "
+        "optimizer state. translate, evaluate and visualize read it with --checkpoint "
+        "FILE; torch.load(FILE, weights_only=True) reads it without the package. With "
+        "--ct2, write the same weights as a CTranslate2 model instead.",
     )
     add_run_option(parser)
     parser.add_argument(
@@ -49,9 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         metavar="DIR",
         help="write a CTranslate2 model into this folder (needs pip install "
-        "ctranslate2); "
-        "translate with ctranslate2.Translator(DIR) on SentencePiece pieces of the "
-        "run's vocabulary",
+        "ctranslate2); translate with ctranslate2.Translator(DIR) on SentencePiece "
+        "pieces of the run's vocabulary",
     )
     return parser
 

@@ -52,8 +52,7 @@ def read_json(path: Path, remedy: str):
 
 CONFIG_REMEDY = (
     "It records the run's settings, and every checkpoint holds a copy: delete it, and "
-    "the same "
-    "train command writes it again."
+    "the same train command writes it again."
 )
 
 
@@ -79,9 +78,8 @@ def load_checkpoint(path: Path) -> dict:
         else:
             advice = (
                 "Name a checkpoint in a run folder's checkpoints/ or a model file "
-                "written by python -m "
-                "annotated_transformer.bundle; if this is one, it was damaged in "
-                "copying: copy it again."
+                "written by python -m annotated_transformer.bundle; if this is one, it "
+                "was damaged in copying: copy it again."
             )
         raise CheckpointError(
             f"{path} is truncated, corrupt or not a checkpoint, and cannot be loaded "
@@ -157,8 +155,8 @@ class RunLock:
             self.file.close()
             raise ValueError(
                 f"{out_dir} is being trained by {holder}; wait for it to finish (the "
-                "same command "
-                "then resumes or reports the result), or choose another --run"
+                "same command then resumes or reports the result), or choose another "
+                "--run"
             ) from None
         self.file.truncate(0)
         self.file.write(f"process {os.getpid()} on {socket.gethostname()}\n")
@@ -182,8 +180,8 @@ def check_same_run(out_dir: Path, saved: dict | None, settings: dict) -> None:
         if differs:
             raise ValueError(
                 f"{out_dir} holds a run with different settings "
-                f"({', '.join(differs)}); "
-                "use another --run, or delete the folder to start over"
+                f"({', '.join(differs)}); use another --run, or delete the folder to "
+                "start over"
             )
 
 
@@ -218,12 +216,10 @@ def check_same_data(out_dir: Path, saved: dict | None, vocabulary: str) -> None:
 
         raise ValueError(
             f"{out_dir} was started on other training data: its training pairs and "
-            "vocabulary "
-            f"settings have the fingerprint {fingerprint(recorded)}, the data given "
-            "now "
-            f"{fingerprint(vocabulary)}. Give the --data-dir and --max-train-pairs the "
-            "run began "
-            "with, or train a new run with another --run"
+            f"vocabulary settings have the fingerprint {fingerprint(recorded)}, the "
+            f"data given now {fingerprint(vocabulary)}. Give the --data-dir and "
+            "--max-train-pairs the run began with, or train a new run with another "
+            "--run"
         )
 
 
@@ -269,8 +265,7 @@ def run_weights(
         if average not in (None, 1):
             raise ValueError(
                 f"--average {average} averages a run's checkpoints; one named "
-                "--checkpoint has "
-                "nothing to average with"
+                "--checkpoint has nothing to average with"
             )
         if not Path(checkpoint).is_file():
             raise CheckpointError(f"no checkpoint at {checkpoint}")
@@ -278,8 +273,8 @@ def run_weights(
     latest, scheduled = latest_checkpoint(run), checkpoints(run)
     if latest is None:
         raise CheckpointError(
-            f"no checkpoints in {Path(run) / 'checkpoints'}; train first with "
-            f"python -m annotated_transformer.train --run {run}"
+            f"no checkpoints in {Path(run) / 'checkpoints'}; train first with python "
+            f"-m annotated_transformer.train --run {run}"
         )
     if average is None:
         config = Path(run) / "config.json"
@@ -295,8 +290,7 @@ def run_weights(
         names = f" ({scheduled[0].name} ... {scheduled[-1].name})" if scheduled else ""
         raise CheckpointError(
             f"cannot average the last {average} checkpoints: {run} has "
-            f"{len(scheduled)} "
-            f"scheduled ones{names}"
+            f"{len(scheduled)} scheduled ones{names}"
         )
     return scheduled[-average:]
 
@@ -338,10 +332,9 @@ def load_model(paths: list[Path], device: str = "cpu"):
     if len(vocabularies) != 1:
         raise CheckpointError(
             f"{paths[-1]} needs its run folder: its vocabulary is read from "
-            f"{vocab_dir}, which holds "
-            f"{len(vocabularies)} SentencePiece models instead of one. Use the "
-            "checkpoint where training wrote "
-            "it (--run RUN), or share one self-contained file made by python -m "
+            f"{vocab_dir}, which holds {len(vocabularies)} SentencePiece models "
+            "instead of one. Use the checkpoint where training wrote it (--run RUN), "
+            "or share one self-contained file made by python -m "
             "annotated_transformer.bundle"
         )
     sp = spm.SentencePieceProcessor(model_file=str(vocabularies[0]))

@@ -48,8 +48,7 @@ def command(main=None, *, parser=None, also: tuple = ()):
         except KeyboardInterrupt:
             print(
                 "interrupted (Ctrl-C); run the same command again to start over "
-                "(training resumes from its "
-                "last checkpoint)",
+                "(training resumes from its last checkpoint)",
                 file=sys.stderr,
             )
             return INTERRUPTED
@@ -123,16 +122,14 @@ def add_weights_options(group) -> None:
         type=Path,
         metavar="FILE",
         help="one checkpoint of a run, or a model file written by "
-        "annotated_transformer.bundle "
-        "(default: the run's last checkpoint)",
+        "annotated_transformer.bundle (default: the run's last checkpoint)",
     )
     group.add_argument(
         "--average",
         type=int,
         metavar="N",
         help="average the weights of the run's last N checkpoints (default: the run's "
-        "own "
-        "setting, as the main job did: 5 for the multi30k and base presets, 20 for "
+        "own setting, as the main job did: 5 for the multi30k and base presets, 20 for "
         "big)",
     )
 

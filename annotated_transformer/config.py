@@ -32,8 +32,8 @@ def checked_replace(config, **changes):
     unknown = sorted(set(changes) - set(valid))
     if unknown:
         raise ValueError(
-            f"unknown field(s) {', '.join(unknown)} for {type(config).__name__}; "
-            f"valid fields: {', '.join(valid)}"
+            f"unknown field(s) {', '.join(unknown)} for {type(config).__name__}; valid "
+            f"fields: {', '.join(valid)}"
         )
     return replace(config, **changes)
 
@@ -274,8 +274,7 @@ class RunConfig:
         False,
         "torch.compile the model: for all sentence lengths at once, or with --buckets "
         "once per batch shape (pays on GPUs; on a CPU it only adds minutes of "
-        "compiling: "
-        "see the performance chapter)",
+        "compiling: see the performance chapter)",
     )
     buckets: int = setting(
         0,
@@ -335,8 +334,7 @@ class RunConfig:
         if self.keep_checkpoints < self.average:
             raise ValueError(
                 f"--keep-checkpoints {self.keep_checkpoints} keeps fewer checkpoints "
-                "than the "
-                f"{self.average} to --average"
+                f"than the {self.average} to --average"
             )
 
     @property

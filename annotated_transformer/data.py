@@ -106,8 +106,7 @@ def read_lines(path: Path) -> list[str]:
                 except UnicodeDecodeError as error:
                     raise DataError(
                         f"{path}, line {number}: not valid UTF-8 ({error.reason} at "
-                        "byte "
-                        f"{error.start}); re-encode the file as UTF-8"
+                        f"byte {error.start}); re-encode the file as UTF-8"
                     ) from None
     except (OSError, EOFError) as error:
         raise DataError(f"{path} cannot be read: {error}") from None
@@ -121,8 +120,8 @@ def read_parallel(src_path: Path, tgt_path: Path) -> list[tuple[str, str]]:
     src, tgt = read_lines(src_path), read_lines(tgt_path)
     if len(src) != len(tgt):
         raise DataError(
-            f"{src_path} has {len(src)} lines but {tgt_path} has {len(tgt)}: "
-            "parallel files must have one line per sentence, aligned"
+            f"{src_path} has {len(src)} lines but {tgt_path} has {len(tgt)}: parallel "
+            "files must have one line per sentence, aligned"
         )
     return list(zip(src, tgt))
 
@@ -272,11 +271,9 @@ def load_multi30k(
             except OSError as error:
                 raise DataError(
                     f"{path} is missing and could not be downloaded ({error}). "
-                    "Download "
-                    f"{MULTI30K_URL.format(name=path.name)} and put it in "
-                    f"{path.parent}, or point "
-                    f"--data-dir (or ${DATA_DIR_ENV}) at a folder with "
-                    f"multi30k/{path.name}"
+                    f"Download {MULTI30K_URL.format(name=path.name)} and put it in "
+                    f"{path.parent}, or point --data-dir (or ${DATA_DIR_ENV}) at a "
+                    f"folder with multi30k/{path.name}"
                 ) from None
     return read_parallel(*files)
 
@@ -293,10 +290,9 @@ def load_wmt14(split: str, src: str, tgt: str, data_dir: Path) -> list[tuple[str
             except Exception as error:  # no network, no package, or a hub error
                 raise DataError(
                     f"no WMT14 training data under {folder} and it could not be "
-                    f"downloaded ({error}). Put the "
-                    "Parquet files of the Hugging Face dataset wmt/wmt14 "
-                    f"(configuration {other}-en, split "
-                    "train) into that folder"
+                    f"downloaded ({error}). Put the Parquet files of the Hugging Face "
+                    f"dataset wmt/wmt14 (configuration {other}-en, split train) into "
+                    "that folder"
                 ) from None
         return read_parquet_pairs(sorted(folder.glob("train-*.parquet")), src, tgt)
     # 10,000 Moses-tokenized EN-DE pairs, for trying the pipeline offline
@@ -339,9 +335,8 @@ def load_wmt14(split: str, src: str, tgt: str, data_dir: Path) -> list[tuple[str
         except (Exception, SystemExit) as error:
             raise DataError(
                 f"{name} ({src}-{tgt}) not found under {root} and sacreBLEU could not "
-                f"download it ({error}). With "
-                f"internet access run `sacrebleu -t {test_set} -l {src}-{tgt} --echo "
-                "src > /dev/null`, which fills "
+                f"download it ({error}). With internet access run `sacrebleu -t "
+                f"{test_set} -l {src}-{tgt} --echo src > /dev/null`, which fills "
                 f"sacreBLEU's cache, or put its files {stem}.{src}-{tgt}.src and .ref "
                 f"into {cache}"
             ) from None
@@ -474,8 +469,7 @@ def dropped(
 def kept_report(counts: dict, max_tokens: int | None) -> str:
     return (
         f"kept {counts['kept']:,} of {counts['pairs']:,} pairs ({counts['empty']:,} "
-        "with an empty side, "
-        f"{counts['too_long']:,} over {max_tokens} tokens)"
+        f"with an empty side, {counts['too_long']:,} over {max_tokens} tokens)"
     )
 
 

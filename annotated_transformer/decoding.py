@@ -262,16 +262,14 @@ def translate_sentences(
     if longest < 1:
         raise ValueError(
             f"--max-extra {settings.max_extra} leaves no room for a source in the "
-            "model's "
-            f"{model.src_embed[1].max_len} positions"
+            f"model's {model.src_embed[1].max_len} positions"
         )
     ids = sp.encode(sentences)
     for number, x in enumerate(ids, start=1):
         if len(x) > longest:
             print(
                 f"warning: line {number} has {len(x)} subword tokens; the model reads "
-                f"at most {longest}, "
-                "so only its beginning is translated",
+                f"at most {longest}, so only its beginning is translated",
                 file=sys.stderr,
             )
             ids[number - 1] = x[:longest]

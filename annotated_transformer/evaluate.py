@@ -30,12 +30,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser = command_parser(
         "evaluate",
         "Translate a named test set with a trained model and score it: sacreBLEU with "
-        "its "
-        "signature (the number to compare across papers), chrF, and the tokenized, "
-        "compound-split BLEU "
-        "the paper reported. Works offline from a local data directory. Scores are "
-        "appended to "
-        "RUN/eval/results.jsonl and the translations written beside it.",
+        "its signature (the number to compare across papers), chrF, and the tokenized, "
+        "compound-split BLEU the paper reported. Works offline from a local data "
+        "directory. Scores are appended to RUN/eval/results.jsonl and the translations "
+        "written beside it.",
     )
     parser.add_argument(
         "--test-set",
@@ -48,8 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--data-dir",
         type=Path,
-        help="data directory (default: the run's, else $AT_DATA_DIR "
-        "or the download cache)",
+        help="data directory (default: the run's, else $AT_DATA_DIR or the download "
+        "cache)",
     )
     parser.add_argument(
         "--limit",
@@ -57,8 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=0,
         metavar="N",
         help="score only the first N sentences (0: all); the score is filed as "
-        "NAME.first-N, "
-        "never under the full test set's name",
+        "NAME.first-N, never under the full test set's name",
     )
     add_model_arguments(parser)
     return parser
@@ -88,8 +85,8 @@ def main(args: argparse.Namespace) -> int:
         name, pairs = f"{name}.first-{args.limit}", pairs[: args.limit]
     print(
         f"{name} {src_lang}->{tgt_lang}: {len(pairs)} sentences, beam "
-        f"{args.beam_size}, alpha {args.alpha}, "
-        f"{', '.join(p.name for p in paths)}, on {device}",
+        f"{args.beam_size}, alpha {args.alpha}, {', '.join(p.name for p in paths)}, on "
+        f"{device}",
         file=sys.stderr,
     )
     hypotheses, summary, result = evaluate(

@@ -119,8 +119,8 @@ def planned_cost(flops: float, rate: float | None, device: str) -> str:
         )
         line += (
             f", at least {flops / rate / 60:,.1f} minutes at {where}, "
-            f"{rate / 1e9:,.0f} GFLOP/s (training "
-            "reaches the share of it that each metric line gives as MFU)"
+            f"{rate / 1e9:,.0f} GFLOP/s (training reaches the share of it that each "
+            "metric line gives as MFU)"
         )
     return line
 

@@ -124,10 +124,8 @@ def load_treebank(data_dir: Path | None = None) -> dict[str, list[Tree]]:
             raise data.DataError(
                 f"{path} is missing and could not be downloaded ({error}). Download "
                 f"{TREEBANK_URL} (NLTK's sample of the Penn Treebank; LDC terms, "
-                "research use) "
-                f"and put it at {path}, or point --data-dir (or $AT_DATA_DIR) at a "
-                "folder "
-                "with ptb/treebank.zip"
+                f"research use) and put it at {path}, or point --data-dir (or "
+                "$AT_DATA_DIR) at a folder with ptb/treebank.zip"
             ) from None
     trees = {}
     with zipfile.ZipFile(path) as archive:
@@ -426,8 +424,8 @@ class TreeOfSentence:
 # by file, wsj_0001...
 SPLITS = {"train": range(1, 160), "valid": range(160, 180), "test": range(180, 200)}
 PARSING_REMEDY = (
-    "It records how the run's corpus was made: delete it and give "
-    "--leaves and --train-fraction as before."
+    "It records how the run's corpus was made: delete it and give --leaves and "
+    "--train-fraction as before."
 )
 
 
@@ -537,14 +535,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser = command_parser(
         "parsing",
         "English constituency parsing as translation (§6.3): train the package's "
-        "Transformer on "
-        "NLTK's sample of the WSJ treebank (sentences to linearized trees, split by "
-        "file), then parse the "
-        "held-out files (beam 21 and alpha 0.3 as in the paper, up to input length + "
-        "300 tokens, each output "
-        "kept to a tree of its sentence), repair what is still ill-formed and report "
-        "labeled bracket F1 "
-        "(evalb conventions). Resumes an interrupted run.",
+        "Transformer on NLTK's sample of the WSJ treebank (sentences to linearized "
+        "trees, split by file), then parse the held-out files (beam 21 and alpha 0.3 "
+        "as in the paper, up to input length + 300 tokens, each output kept to a tree "
+        "of its sentence), repair what is still ill-formed and report labeled bracket "
+        "F1 (evalb conventions). Resumes an interrupted run.",
     )
     add_run_option(parser, PARSING_RUN.out_dir)
     parser.add_argument(
@@ -559,8 +554,8 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["test", "valid"],
         default="test",
         help="sentences to parse: the held-out files (default) or the validation "
-        "files, on which "
-        "to choose --beam and --alpha (results go to parse-results-valid.json)",
+        "files, on which to choose --beam and --alpha (results go to "
+        "parse-results-valid.json)",
     )
     parser.add_argument(
         "--limit",
@@ -582,16 +577,15 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["words", "XX"],
         default="words",
         help="how the target trees write the words: as themselves (default), or all as "
-        "XX, as "
-        "Vinyals et al. do (the chapter compares the two)",
+        "XX, as Vinyals et al. do (the chapter compares the two)",
     )
     parser.add_argument(
         "--decoding",
         choices=["trees", "free"],
         default="trees",
         help="keep the output to trees over exactly the sentence's words (default), or "
-        "decode "
-        "freely and repair the output, as §6.3 does (the chapter compares the two)",
+        "decode freely and repair the output, as §6.3 does (the chapter compares the "
+        "two)",
     )
     parser.add_argument(
         "--train-fraction",
@@ -609,8 +603,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-@command(parser=build_parser)
-def main(args: argparse.Namespace) -> int:
+def prepare_corpus(args: argparse.Namespace):
+    """Check the options, and write the run folder's corpus of linearized trees once:
+    the treebank, the corpus settings, the number of training trees, the placeholder."""
     decoding_from_args(args)  # refuses a bad decoding option before any training
     if args.max_steps < 1 or args.limit < 0:
         raise ValueError("--max-steps must be positive, --limit at least 0")
@@ -623,19 +618,24 @@ def main(args: argparse.Namespace) -> int:
     if settings.is_file() and read_json(settings, PARSING_REMEDY) != corpus:
         raise ValueError(
             f"{args.run} was trained on the corpus {settings.read_text().strip()}; "
-            "give the same "
-            "--leaves and --train-fraction to continue it, or another --run"
+            "give the same --leaves and --train-fraction to continue it, or another "
+            "--run"
         )
     trees = load_treebank(args.data_dir)
-    corpus_placeholder = None if args.leaves == "words" else args.leaves
-    counts = write_corpus(trees, args.run / "corpus", corpus_placeholder)
+    placeholder = None if args.leaves == "words" else args.leaves
+    counts = write_corpus(trees, args.run / "corpus", placeholder)
     write_atomically(settings, json.dumps(corpus) + "\n")
     train_trees = max(1, round(args.train_fraction * counts["train"]))
     print(
         f"trees: {train_trees:,} of {counts['train']:,} train, {counts['valid']:,} "
-        f"valid, {counts['test']:,} "
-        "test (split by file)"
+        f"valid, {counts['test']:,} test (split by file)"
     )
+    return trees, corpus, train_trees, placeholder
+
+
+@command(parser=build_parser)
+def main(args: argparse.Namespace) -> int:
+    trees, corpus, train_trees, corpus_placeholder = prepare_corpus(args)
     run = PARSING_RUN.replace(
         out_dir=str(args.run),
         data_dir=str(args.run / "corpus"),
@@ -695,11 +695,9 @@ def main(args: argparse.Namespace) -> int:
     )
     print(
         f"labeled F1 {100 * summary['f1']:.2f} (precision "
-        f"{100 * summary['precision']:.2f}, recall "
-        f"{100 * summary['recall']:.2f}) on {summary['sentences']} {args.split} "
-        "sentences; "
-        f"{summary['repaired']} outputs needed repair, {summary['too_few_words']} had "
-        "fewer words than their input"
+        f"{100 * summary['precision']:.2f}, recall {100 * summary['recall']:.2f}) on "
+        f"{summary['sentences']} {args.split} sentences; {summary['repaired']} outputs "
+        f"needed repair, {summary['too_few_words']} had fewer words than their input"
     )
     return 0
 

@@ -34,10 +34,8 @@ def smoke_note(model: str) -> None:
         print(
             textwrap.fill(
                 f"AT_SCALE=smoke: {model} trained for a few updates only, so what it "
-                "shows below "
-                "is the code running, not a trained model (the default scale, laptop, "
-                "trains it "
-                "properly).",
+                "shows below is the code running, not a trained model (the default "
+                "scale, laptop, trains it properly).",
                 78,
             )
         )

@@ -73,8 +73,8 @@ def translate_and_score(
     )
     print(
         f"{run_config.corpus} {run_config.test_split} "
-        f"{run_config.src_lang}->{run_config.tgt_lang} "
-        f"({decoding}, {len(test)} sentences): {scores['bleu']}"
+        f"{run_config.src_lang}->{run_config.tgt_lang} ({decoding}, {len(test)} "
+        f"sentences): {scores['bleu']}"
     )
     print(f"signature: {summary['bleu_signature']}")
     return summary
@@ -162,8 +162,8 @@ def evaluate(
 
 def format_scores(summary: dict, result: dict) -> str:
     return (
-        f"{result['bleu']}\n  signature: {summary['bleu_signature']}\n"
-        f"{result['chrf']}\n  signature: {summary['chrf_signature']}\n"
-        "tokenized BLEU (Moses tokens, compounds split, as in the paper) = "
-        f"{result['tokenized_bleu'].score:.2f}"
+        f"{result['bleu']}\n  signature: "
+        f"{summary['bleu_signature']}\n{result['chrf']}\n  signature: "
+        f"{summary['chrf_signature']}\ntokenized BLEU (Moses tokens, compounds split, "
+        f"as in the paper) = {result['tokenized_bleu'].score:.2f}"
     )

@@ -101,16 +101,12 @@ def build_parser(preset: str = DEFAULT_PRESET) -> argparse.ArgumentParser:
     parser = command_parser(
         "train",
         "Train a Transformer translation model (default: English to German on "
-        "Multi30k, sized "
-        "for a laptop CPU, then sacreBLEU on the test set), or the copy task with "
-        "--task copy. "
-        "Running the same command again resumes from the last checkpoint in the run "
-        "folder (--run); "
-        "a finished run reports its result. Launch with torchrun for several processes "
-        "or GPUs.",
+        "Multi30k, sized for a laptop CPU, then sacreBLEU on the test set), or the "
+        "copy task with --task copy. Running the same command again resumes from the "
+        "last checkpoint in the run folder (--run); a finished run reports its result. "
+        "Launch with torchrun for several processes or GPUs.",
         epilog="--help --preset NAME shows the defaults of that preset; --print-config "
-        "shows the settings a "
-        "command would train with, without training.",
+        "shows the settings a command would train with, without training.",
     )
     parser.add_argument(
         "--task",
@@ -171,8 +167,8 @@ def configs_from_args(args) -> tuple[TransformerConfig, RunConfig]:
 
 
 RESULTS_REMEDY = (
-    "It holds the run's test score: delete it, and the same train command "
-    "scores the run again."
+    "It holds the run's test score: delete it, and the same train command scores the "
+    "run again."
 )
 
 
@@ -222,8 +218,7 @@ def main(argv: list[str] | None = None) -> int:
         if unused:
             raise ValueError(
                 "--task copy trains the copy task's own model on its own data and "
-                "uses only "
-                "--max-steps, --seed, --device and --progress; drop "
+                "uses only --max-steps, --seed, --device and --progress; drop "
                 f"{', '.join(unused)}"
             )
         steps = args.max_steps or at_scale(smoke=100, laptop=1500)
@@ -246,11 +241,9 @@ def main(argv: list[str] | None = None) -> int:
     if done:
         print(
             f"{run_config.out_dir} is finished: {done['updates']:,} updates, sacreBLEU "
-            f"{done['bleu']} on "
-            f"{done['split']} ({done['bleu_signature']}). To train further, raise "
-            "--max-steps; to score "
-            "it again, python -m annotated_transformer.evaluate --run "
-            f"{run_config.out_dir}"
+            f"{done['bleu']} on {done['split']} ({done['bleu_signature']}). To train "
+            "further, raise --max-steps; to score it again, python -m "
+            f"annotated_transformer.evaluate --run {run_config.out_dir}"
         )
         return 0
     result = trainer.train(model_config, run_config, progress=args.progress)

@@ -69,8 +69,7 @@ def resolve_device(name: str) -> str:
     if colon and int(index) >= torch.cuda.device_count():
         raise ValueError(
             f"device {name!r}: this machine has {torch.cuda.device_count()} GPU(s), "
-            "cuda:0 to "
-            f"cuda:{torch.cuda.device_count() - 1}"
+            f"cuda:0 to cuda:{torch.cuda.device_count() - 1}"
         )
     return name
 
@@ -139,8 +138,8 @@ def load_splits(run: RunConfig, train: bool = True) -> tuple[list, list]:
     if train and not any(src.strip() or tgt.strip() for src, tgt in train_pairs):
         raise data.DataError(
             f"the {run.corpus} {run.train_split} split under "
-            f"{data_dir or data.default_data_dir()} "
-            "has no text: every line of both languages is blank"
+            f"{data_dir or data.default_data_dir()} has no text: every line of both "
+            "languages is blank"
         )
     return train_pairs, data.load_pairs(
         run.corpus, run.valid_split, run.src_lang, run.tgt_lang, data_dir
@@ -186,8 +185,7 @@ def prepare_data(
             raise data.DataError(
                 f"no {name} pairs are left once pairs with a side longer than "
                 f"--max-sentence-tokens {run.max_sentence_tokens} (or an empty side) "
-                "are dropped; "
-                "raise --max-sentence-tokens"
+                "are dropped; raise --max-sentence-tokens"
             )
     return sp, train, valid, trained
 
@@ -267,8 +265,7 @@ class UpdateStream:
     def describe(self) -> str:
         return (
             f"{self.budget * self.parts:,} tokens per update = {self.world} "
-            f"process(es) x {self.accumulate} "
-            f"micro-batch(es) x {self.budget:,}"
+            f"process(es) x {self.accumulate} micro-batch(es) x {self.budget:,}"
         )
 
     def next(self, at: Position) -> list:
@@ -283,9 +280,8 @@ class UpdateStream:
             at.epoch, at.position = at.epoch + 1, 0
         raise data.DataError(
             f"one update needs {self.world * self.accumulate} batches but an epoch of "
-            "the training "
-            "data has fewer: lower --accumulate or --batch-tokens, or use fewer "
-            "processes"
+            "the training data has fewer: lower --accumulate or --batch-tokens, or "
+            "use fewer processes"
         )
 
 
@@ -318,31 +314,25 @@ class Session:
             print(*args)
 
 
-def start(model_config: TransformerConfig, run: RunConfig) -> Session:
-    """Set up one training process: processes and device, data, model, optimizer.
-    Nothing is trained yet."""
-    rank, world, device = setup_distributed(resolve_device(run.device))
-    out_dir, on_gpu = Path(run.out_dir), device.startswith("cuda")
-    settings = {
-        "model": model_config.to_dict(),
-        "run": asdict(run),
-        "world_size": world,
-    }
+def open_run(
+    model_config: TransformerConfig, run: RunConfig, rank: int, settings: dict
+):
+    """The run folder and the data of one process: the vocabulary, the training and
+    validation pairs, the folder's lock (rank 0) and the checkpoint to resume from."""
+    out_dir = Path(run.out_dir)
     config = out_dir / "config.json"
     saved = read_json(config, CONFIG_REMEDY) if config.is_file() else None
     check_same_run(out_dir, saved, settings)
-    torch.manual_seed(run.seed)
     # Nothing is written before every input has proved good: data loaded, vocabulary
-    # trained, pairs filtered.
-    # the other processes map the token cache that rank 0 leaves
+    # trained, pairs filtered. Only rank 0 reads the training text; the other processes
+    # map the token cache that it leaves.
     splits = load_splits(run, train=rank == 0)
     if rank == 0:
-        vocab_path = (
-            out_dir / "vocab" / data.vocab_file(splits[0], model_config.vocab_size)
-        )
+        vocab_name = data.vocab_file(splits[0], model_config.vocab_size)
+        vocab_path = out_dir / "vocab" / vocab_name
         check_same_data(out_dir, saved, vocab_path.name)
     latest = latest_checkpoint(out_dir)
-    # a damaged one is refused before any write
+    # a damaged checkpoint is refused before any write
     resume = (latest, load_checkpoint(latest)) if latest else None
     lock = None
     if rank == 0:
@@ -355,25 +345,37 @@ def start(model_config: TransformerConfig, run: RunConfig) -> Session:
         if trained:
             write_atomically(vocab_path, trained)
         if saved is None:
-            write_atomically(
-                config,
-                json.dumps(
-                    {**settings, "data": {"vocabulary": vocab_path.name}}, indent=2
-                ),
-            )
+            recorded = {**settings, "data": {"vocabulary": vocab_path.name}}
+            write_atomically(config, json.dumps(recorded, indent=2))
     if dist.is_initialized():
-        # the other processes read the vocabulary and the token cache that rank 0 has
-        # written
+        # the other processes read the vocabulary and the token cache that rank 0 wrote
         dist.barrier()
     if rank != 0:
-        vocab_path = (
-            out_dir
-            / "vocab"
-            / run_vocabulary(out_dir, read_json(config, CONFIG_REMEDY))
-        )
+        vocab_name = run_vocabulary(out_dir, read_json(config, CONFIG_REMEDY))
         sp, train_pairs, valid_pairs, _ = prepare_data(
-            run, model_config.vocab_size, vocab_path, splits, lambda *_: 0
+            run,
+            model_config.vocab_size,
+            out_dir / "vocab" / vocab_name,
+            splits,
+            lambda *_: 0,
         )
+    return sp, train_pairs, valid_pairs, lock, resume
+
+
+def start(model_config: TransformerConfig, run: RunConfig) -> Session:
+    """Set up one training process: processes and device, data, model, optimizer.
+    Nothing is trained yet."""
+    rank, world, device = setup_distributed(resolve_device(run.device))
+    out_dir, on_gpu = Path(run.out_dir), device.startswith("cuda")
+    settings = {
+        "model": model_config.to_dict(),
+        "run": asdict(run),
+        "world_size": world,
+    }
+    torch.manual_seed(run.seed)
+    sp, train_pairs, valid_pairs, lock, resume = open_run(
+        model_config, run, rank, settings
+    )
     model_config = model_config.replace(
         fused_attention=on_gpu or model_config.fused_attention
     )
@@ -436,9 +438,8 @@ def restore(s: Session) -> Position:
         + (
             ""
             if "flops" in state
-            else "; its checkpoint "
-            "predates the compute count, so train_flops counts the updates from here "
-            "(tools/replay_compute.py: all)"
+            else "; its checkpoint predates the compute count, so train_flops counts "
+            "the updates from here (tools/replay_compute.py: all)"
         )
     )
     return Position(
@@ -606,9 +607,8 @@ def log_update(s: Session, bar, record: dict, progress: bool) -> None:
         mfu = f"MFU {record['mfu']:.0%}  " if record["mfu"] else ""
         s.say(
             f"update {record['step']:,}/{s.run.max_steps:,}  loss {record['loss']:.3f} "
-            f" lr {record['lr']:.2e}  "
-            f"{record['tokens_per_update']:,.0f} target tokens/update  "
-            f"{record['tokens_per_s']:,.0f} tokens/s  "
+            f" lr {record['lr']:.2e}  {record['tokens_per_update']:,.0f} target "
+            f"tokens/update  {record['tokens_per_s']:,.0f} tokens/s  "
             f"{mfu}{record['minutes']:.1f} min"
         )
 
@@ -624,8 +624,7 @@ def validate(s: Session, bar, step: int) -> None:
     )
     bar.write(
         f"update {step}: validation loss {nll:.3f}, perplexity "
-        f"{math.exp(min(nll, 50)):.2f}, "
-        "source attention entropy / uniform by layer "
+        f"{math.exp(min(nll, 50)):.2f}, source attention entropy / uniform by layer "
         f"{' '.join(f'{a:.2f}' for a in alignment)}"
     )
 

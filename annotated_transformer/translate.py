@@ -67,12 +67,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser = command_parser(
         "translate",
         "Translate text with a trained model: one sentence per line, from a file or "
-        "standard "
-        "input, to a file or standard output (detokenized), exactly one output line "
-        "per input line. Uses "
-        "beam search with the paper's settings (beam 4, α 0.6, up to 50 tokens longer "
-        "than the input) unless "
-        "told otherwise. Typed at a terminal, it translates each line as you enter it.",
+        "standard input, to a file or standard output (detokenized), exactly one "
+        "output line per input line. Uses beam search with the paper's settings (beam "
+        "4, α 0.6, up to 50 tokens longer than the input) unless told otherwise. Typed "
+        "at a terminal, it translates each line as you enter it.",
     )
     parser.add_argument(
         "--input",
@@ -130,8 +128,7 @@ def main(args: argparse.Namespace) -> int:
             sys.stdout.write(result)  # the translations are not lost
             print(
                 f"error: cannot write {args.output} ({error.strerror or error}); the "
-                "translations went to "
-                "standard output instead",
+                "translations went to standard output instead",
                 file=sys.stderr,
             )
             return 2

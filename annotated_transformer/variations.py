@@ -119,14 +119,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser = command_parser(
         "variations",
         "Train the rows of Table 3 (§6.2) at a reduced size on Multi30k EN->DE: each "
-        "row's change "
-        "applied to a base narrower and shallower than the paper's (the same heads), "
-        "one budget of "
-        "updates for every row, then the validation split's perplexity per subword and "
-        "its BLEU with beam 4 "
-        "and no checkpoint averaging. Each row's result is appended to a JSONL file as "
-        "it finishes; run the "
-        "same command again to continue an interrupted sweep.",
+        "row's change applied to a base narrower and shallower than the paper's (the "
+        "same heads), one budget of updates for every row, then the validation split's "
+        "perplexity per subword and its BLEU with beam 4 and no checkpoint averaging. "
+        "Each row's result is appended to a JSONL file as it finishes; run the same "
+        "command again to continue an interrupted sweep.",
     )
     parser.add_argument(
         "--rows",
@@ -156,11 +153,8 @@ def build_parser() -> argparse.ArgumentParser:
         choices=TABLE3_SIZES,
         default="quarter",
         help="quarter: widths / 4, depth / 2, 400 updates of 1,100 tokens, for a CPU; "
-        "half: "
-        "widths / 2, depth / 2 (N=3, d_model=256, the paper's 8 heads), 2,200 updates "
-        "of 2,200 "
-        "tokens, for a GPU "
-        "(default: %(default)s)",
+        "half: widths / 2, depth / 2 (N=3, d_model=256, the paper's 8 heads), 2,200 "
+        "updates of 2,200 tokens, for a GPU (default: %(default)s)",
     )
     parser.add_argument(
         "--max-steps",
@@ -169,6 +163,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="updates per row (default: the size's)",
     )
+    add_data_options(parser)
+    return parser
+
+
+def add_data_options(parser) -> None:
+    """The data, the outputs and the precision of a sweep."""
     parser.add_argument(
         "--max-train-pairs",
         type=int,
@@ -211,7 +211,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="bf16 autocast on GPUs (default: on)",
     )
     add_progress_option(parser)
-    return parser
 
 
 @command(parser=build_parser)
@@ -229,8 +228,7 @@ def main(args: argparse.Namespace) -> int:
         ):
             raise ValueError(
                 "--seeds and --max-steps must be positive, --first-seed, "
-                "--max-train-pairs and "
-                "--max-valid-sentences at least 0"
+                "--max-train-pairs and --max-valid-sentences at least 0"
             )
         every = min(size_run.valid_every, args.max_steps)
         run = size_run.replace(
@@ -274,8 +272,7 @@ def main(args: argparse.Namespace) -> int:
             append_line(args.results, json.dumps(record))
             print(
                 f"{row} (seed {seed}): perplexity {record['valid_ppl']:.2f}, BLEU "
-                f"{record['bleu']:.2f}, "
-                f"{record['parameters'] / 1e6:.2f}M parameters, "
+                f"{record['bleu']:.2f}, {record['parameters'] / 1e6:.2f}M parameters, "
                 f"{record['train_minutes']:.1f} min",
                 flush=True,
             )

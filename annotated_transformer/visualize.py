@@ -226,8 +226,8 @@ def load_attention(path: Path) -> tuple[list[SentenceAttention], dict]:
     except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile) as error:
         raise ValueError(
             f"{path} is not a file of attention weights written by --save, or it is "
-            "damaged "
-            f"({type(error).__name__}: {error}); capture the weights again with --save"
+            f"damaged ({type(error).__name__}: {error}); capture the weights again "
+            "with --save"
         ) from None
     return sentences, meta["about"]
 
@@ -582,11 +582,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = command_parser(
         "visualize",
         "Draw the attention of a trained model on a sentence: the paper's line view "
-        "(Figures "
-        "3-5), a grid of heatmaps of every layer and head, or an interactive HTML "
-        "explorer that needs no "
-        "network. Weights come from a run (--run/--checkpoint) or from a file saved "
-        "with --save (--stored).",
+        "(Figures 3-5), a grid of heatmaps of every layer and head, or an interactive "
+        "HTML explorer that needs no network. Weights come from a run "
+        "(--run/--checkpoint) or from a file saved with --save (--stored).",
     )
     parser.add_argument("sentence", nargs="?", help="source sentence (or use -i)")
     parser.add_argument(
@@ -614,8 +612,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--layer",
         type=int,
-        help="layer to draw, from 1 (line view default: the second-to-last, "
-        "where the paper's layer 5 of 6 sits)",
+        help="layer to draw, from 1 (line view default: the second-to-last, where the "
+        "paper's layer 5 of 6 sits)",
     )
     parser.add_argument(
         "--heads",

@@ -7,13 +7,12 @@ from pathlib import Path
 import pytest
 
 EN = (
-    "the a red blue green big small old young cat dog bird horse man woman child "
-    "runs sleeps eats sees jumps sings"
+    "the a red blue green big small old young cat dog bird horse man woman child runs "
+    "sleeps eats sees jumps sings"
 ).split()
 DE = (
     "der ein rote blaue grüne große kleine alte junge katze hund vogel pferd mann frau "
-    "kind "
-    "läuft schläft isst sieht springt singt"
+    "kind läuft schläft isst sieht springt singt"
 ).split()
 LEXICON = dict(zip(EN, DE))
 

@@ -184,27 +184,32 @@ def test_this_repository_is_in_sync(tmp_path):
 
 
 def test_imports_of_later_chapters_are_hoisted_sorted_and_deduplicated(tmp_path):
+    first = (
+        '# export: mod\n"""Docstring."""\nimport math\n\nimport torch\n\nX = math.pi'
+    )
+    second = (
+        "# export: mod\n"
+        "import math\n"
+        "from dataclasses import field, dataclass\n"
+        "from annotated_transformer.layers import subsequent_mask\n"
+        "\n\n"
+        "def f():\n"
+        "    return field, dataclass"
+    )
     (tmp_path / "book").mkdir()
-    (tmp_path / "book" / "01_a.md").write_text(
-        _chapter(
-            '# export: mod\n"""Docstring."""\nimport math\n\nimport torch\n\nX = '
-            "math.pi"
-        )
-    )
-    (tmp_path / "book" / "02_b.md").write_text(
-        _chapter(
-            "# export: mod\nimport math\nfrom dataclasses import field, dataclass\n"
-            "from annotated_transformer.layers import subsequent_mask\n\n\ndef f():\n  "
-            "  return field, dataclass"
-        )
-    )
+    (tmp_path / "book" / "01_a.md").write_text(_chapter(first))
+    (tmp_path / "book" / "02_b.md").write_text(_chapter(second))
     text = render_modules(tmp_path)["mod.py"]
-    assert (
-        '"""Docstring."""\nimport math\nfrom dataclasses import dataclass, '
-        "field\n\nimport torch\n\n"
+    expected = (
+        '"""Docstring."""\n\n'
+        "import math\n"
+        "from dataclasses import dataclass, field\n\n"
+        "import torch\n\n"
         "from annotated_transformer.layers import subsequent_mask\n\n"
-        "# --- from book/01_a.md ---\nX = math.pi"
-    ) in text
+        "# --- from book/01_a.md ---\n"
+        "X = math.pi"
+    )
+    assert expected in text
     assert text.count("import math") == 1
     # code keeps its chapter order
     assert text.index("# --- from book/02_b.md ---") < text.index("def f():")

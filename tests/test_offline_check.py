@@ -16,8 +16,8 @@ HEADER = (
     "chapter\n\n"
 )
 TABLE_CELL = (
-    '```{code-cell} ipython3\ndisplay(Markdown("| a | b |\\n|---|---|\\n| 1 | '
-    '2 |"))\n```\n\n'
+    '```{code-cell} ipython3\ndisplay(Markdown("| a | b |\\n|---|---|\\n| 1 | 2 '
+    '|"))\n```\n\n'
 )
 
 

@@ -22,12 +22,11 @@ def test_typed_numbers_are_found_and_computed_ones_are_not(tmp_path):
         HEADER
         + (
             "Beam search adds a BLEU point (34.09 to 35.26 on test2016). The cache is "
-            "6.5 times faster.\n"
-            "It is a 7.6M-parameter model. Averaging adds {glue:md}`gain` BLEU, the "
-            "paper reports 27.3 BLEU.\n"
-            "The cache is {glue:md}`speedup` times faster, and the model has "
-            "{glue:md}`params` parameters.\n\n"
-            "```{code-cell} ipython3\nprint('BLEU 12.34, 9.9x faster')\n```\n"
+            "6.5 times faster.\nIt is a 7.6M-parameter model. Averaging adds "
+            "{glue:md}`gain` BLEU, the paper reports 27.3 BLEU.\nThe cache is "
+            "{glue:md}`speedup` times faster, and the model has {glue:md}`params` "
+            "parameters.\n\n```{code-cell} ipython3\nprint('BLEU 12.34, 9.9x "
+            "faster')\n```\n"
         )
     )
     found = check.typed_numbers(chapter)

@@ -246,12 +246,21 @@ def test_every_setting_and_preset_is_defined_in_config():
     assert defined == dict.fromkeys(settings, "config")
 
 
+# Read on code as ruff format lays it out (make check enforces it), where a call that
+# does not fit on a line takes a line per argument: a function that outgrows these is
+# split by meaning, never packed.
+LONGEST_FUNCTION = 80
+LONGEST_LOOP_MODULE = 800
+
+
 def test_functions_stay_short_and_the_loop_module_small():
     long = [
         f"{name}.{node.name}: {node.end_lineno - node.lineno + 1} lines"
         for name, tree in TREES.items()
         for node in ast.walk(tree)
-        if isinstance(node, ast.FunctionDef) and node.end_lineno - node.lineno + 1 > 60
+        if isinstance(node, ast.FunctionDef)
+        and node.end_lineno - node.lineno + 1 > LONGEST_FUNCTION
     ]
     assert long == []
-    assert len((PACKAGE / "trainer.py").read_text(encoding="utf-8").splitlines()) <= 450
+    trainer = (PACKAGE / "trainer.py").read_text(encoding="utf-8")
+    assert len(trainer.splitlines()) <= LONGEST_LOOP_MODULE

@@ -344,10 +344,9 @@ def main(argv: list[str] | None = None) -> int:
     if not args.chromium:
         parser.error(
             "no Chromium or Chrome found. Install one: Debian 'apt-get install "
-            "chromium'; Ubuntu "
-            "'snap install chromium' (the apt package is a snap there too); Fedora "
-            "'dnf install chromium'; "
-            "macOS 'brew install --cask chromium'; or pass --chromium /path/to/chrome"
+            "chromium'; Ubuntu 'snap install chromium' (the apt package is a snap "
+            "there too); Fedora 'dnf install chromium'; macOS 'brew install --cask "
+            "chromium'; or pass --chromium /path/to/chrome"
         )
     if args.screenshots:
         args.screenshots.mkdir(parents=True, exist_ok=True)
@@ -387,8 +386,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         print(
             f"{status} {chapter}: {scan.formulas} formulas typeset, {len(scan.images)} "
-            "figures/charts, "
-            f"{scan.output_tables} computed table(s){explorers}"
+            f"figures/charts, {scan.output_tables} computed table(s){explorers}"
         )
         for problem in problems:
             print(f"     - {problem}")

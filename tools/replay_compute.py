@@ -61,8 +61,8 @@ def replay(run_dir: Path, data_dir: Path) -> dict[int, float]:
         ) != (at.src_tokens, at.tgt_tokens):
             raise SystemExit(
                 f"update {at.step}: the replay has {at.src_tokens:,} source and "
-                f"{at.tgt_tokens:,} "
-                f"target tokens, the run logged {logged[at.step]['src_tokens']:,} and "
+                f"{at.tgt_tokens:,} target tokens, the run logged "
+                f"{logged[at.step]['src_tokens']:,} and "
                 f"{logged[at.step]['tgt_tokens']:,}: the batches are not the run's"
             )
         if at.step in logged:
