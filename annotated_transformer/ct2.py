@@ -86,9 +86,12 @@ def ctranslate2_spec(model, pieces: list[str]):
     return spec
 
 
+SENTENCEPIECE_FILE = "sentencepiece.model"  # beside CTranslate2's files, to tokenize
+
+
 def write_ctranslate2(model, sp, out: Path) -> Path:
     """Write ``model`` and its SentencePiece vocabulary ``sp`` as a CTranslate2 model
-    into the folder ``out``."""
+    into the folder ``out``, with the SentencePiece model that tokenizes its input."""
     try:
         import ctranslate2
     except ImportError:
@@ -109,7 +112,9 @@ def write_ctranslate2(model, sp, out: Path) -> Path:
         def _load(self):
             return spec
 
-    return Path(Converter().convert(str(out), force=True))
+    folder = Path(Converter().convert(str(out), force=True))
+    (folder / SENTENCEPIECE_FILE).write_bytes(sp.serialized_model_proto())
+    return folder
 
 
 def decode_ctranslate2(

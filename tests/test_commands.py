@@ -396,6 +396,40 @@ def test_a_bundle_is_one_file_that_translates_as_the_run_does(
     assert "optimizer" not in f
 
 
+def test_the_readmes_ctranslate2_snippet_translates_a_bundled_folder(
+    trained_run, tmp_path, capsys
+):
+    """``bundle --ct2 DIR`` writes everything a server needs: the README's snippet,
+    which imports only ctranslate2 and sentencepiece, translates with the folder."""
+    import re
+
+    folder = tmp_path / "served"
+    assert bundle.main(["--run", str(trained_run), "--ct2", str(folder)]) == 0
+    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    snippet = re.search(r"<!-- ct2-snippet -->\n```python\n(.*?)```", readme, re.S)[1]
+    assert "annotated_transformer" not in snippet
+    capsys.readouterr()
+    exec(snippet.replace('"DIR', f'"{folder}'), {})
+    printed = eval(capsys.readouterr().out)
+    assert len(printed) == 2 and all(isinstance(t, str) for t in printed)
+    # Greedily, CTranslate2 and the book's decoding write the same translations.
+    greedy = snippet.replace("beam_size=4, length_penalty=0.6", "beam_size=1")
+    assert greedy != snippet
+    exec(greedy.replace('"DIR', f'"{folder}'), {})
+    served = eval(capsys.readouterr().out)
+    from annotated_transformer.checkpoints import load_model, run_weights
+
+    net, sp, _ = load_model(run_weights(trained_run))
+    sentences = ["A man is riding a bicycle.", "Two dogs play in the snow."]
+    assert sentences[0] in snippet and sentences[1] in snippet
+    greedy_settings = config.DecodeConfig(beam_size=1)
+    ours = decoding.translate_sentences(net, sp, sentences, settings=greedy_settings)
+    # This tiny model rarely ends a sentence: CTranslate2 writes up to 256 tokens, ours
+    # each sentence's length + 50, so ours is where CTranslate2's output begins.
+    assert all(theirs.startswith(mine) for theirs, mine in zip(served, ours))
+    assert min(map(len, ours)) > 20
+
+
 def test_a_decoding_benchmark_worker_decodes_as_translate_does(
     trained_run, tmp_path, text_corpus
 ):
