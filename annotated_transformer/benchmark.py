@@ -197,34 +197,32 @@ ENGINES = {  # name: what it is
 
 
 def decode_ours(
-    model,
-    sp,
-    sentences,
-    settings: DecodeConfig,
-    device: str = "cpu",
-    profile: bool = False,
-) -> tuple[float, list, list, int | None]:
-    """Seconds to decode ``sentences`` with the book's decoding (``decode_ids``) and the
-    output token ids; with ``profile`` also the top operators of a second, profiled pass
-    (``profile_steps``; else []) and the matrix FLOPs of a third (``matrix_flops``; else
-    None)."""
+    model, sp, sentences, settings: DecodeConfig, device="cpu", profile=False
+) -> tuple[float, list, dict]:
+    """Seconds to decode ``sentences`` with the book's decoding (``decode_ids``), the
+    output token ids, and with ``profile`` more passes (else {}): the top operators of a
+    profiled one (``profile_steps``) with its number of decoding steps (calls of the
+    generator), and the matrix FLOPs of another (``matrix_flops``)."""
     ids = sp.encode(sentences)
     start = time.perf_counter()
     outputs = decode_ids(model, ids, device, settings)
     seconds = time.perf_counter() - start
     if not profile:
-        return seconds, outputs, [], None
-    operators = profile_steps(
-        lambda x: decode_ids(model, x, device, settings),
-        [ids],
-        device.startswith("cuda"),
-        top=12,
-    )
+        return seconds, outputs, {}
+    steps = []
+    hook = model.generator.proj.register_forward_hook(lambda *_: steps.append(1))
+    try:
+        on_gpu = device.startswith("cuda")
+        operators = profile_steps(
+            lambda x: decode_ids(model, x, device, settings), [ids], on_gpu, top=12
+        )
+    finally:
+        hook.remove()
+    flops = matrix_flops(lambda: decode_ids(model, ids, device, settings))
     return (
         seconds,
         outputs,
-        operators,
-        matrix_flops(lambda: decode_ids(model, ids, device, settings)),
+        {"profile": operators, "steps": len(steps), "matrix_flops": flops},
     )
 
 
@@ -305,12 +303,12 @@ def decode_worker(job: dict, requests) -> Iterator[dict]:
     for request in map(json.loads, requests):
         if model is not None:
             profile = request["profile"] and job["engine"] == "ours"
-            seconds, outputs, operators, flops = decode_ours(
+            seconds, outputs, profiled = decode_ours(
                 model, sp, sentences, settings, job["device"], profile
             )
         else:
             seconds, outputs = decode_ctranslate2(translator, sp, sentences, settings)
-            operators, flops = [], None
+            profiled = {}
         steps = {}
         if request.get("step_batches"):
             # made once
@@ -321,8 +319,7 @@ def decode_worker(job: dict, requests) -> Iterator[dict]:
         yield {
             "seconds": seconds,
             "outputs": outputs,
-            "profile": operators,
-            "matrix_flops": flops,
+            **profiled,
             "step_ms": steps,
         }
 
@@ -541,11 +538,7 @@ def decoding_result(
         "tokens_per_s": tokens / best,
         "bleu": BLEU().corpus_score(hypotheses, [references]).score,
         "outputs": first["outputs"],
-        **(
-            {"profile": first["profile"], "matrix_flops": first["matrix_flops"]}
-            if first["profile"]
-            else {}
-        ),
+        **{k: first[k] for k in ("profile", "steps", "matrix_flops") if k in first},
         **({"step_ms": steps} if steps else {}),
     }
 
