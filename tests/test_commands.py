@@ -396,6 +396,30 @@ def test_a_bundle_is_one_file_that_translates_as_the_run_does(
     assert "optimizer" not in f
 
 
+@pytest.mark.parametrize("beam_size", [1, 4])
+def test_decoding_with_the_fused_attention_kernel_writes_the_same_translations(
+    trained_run, text_corpus, beam_size
+):
+    """The one fast path decoding keeps is a library's: PyTorch's fused attention kernel
+    (``fused``, on by itself on a GPU). A trained model decodes the same tokens with it
+    as with eq. 1 written out, greedily and with a beam."""
+    from annotated_transformer.attention import MultiHeadedAttention
+    from annotated_transformer.checkpoints import load_model, run_weights
+
+    net, sp, _ = load_model(run_weights(trained_run))
+    sentences = (text_corpus / "test.en").read_text(encoding="utf-8").splitlines()
+    settings = config.DecodeConfig(beam_size=beam_size)
+    outputs = []
+    for fused in (False, True):
+        for module in net.modules():
+            if isinstance(module, MultiHeadedAttention):
+                module.fused = fused
+        outputs.append(
+            decoding.translate_sentences(net, sp, sentences, settings=settings)
+        )
+    assert outputs[0] == outputs[1] and len(outputs[0]) == 20
+
+
 def test_the_readmes_ctranslate2_snippet_translates_a_bundled_folder(
     trained_run, tmp_path, capsys
 ):
