@@ -27,8 +27,7 @@ def attention(query, key, value, mask=None, dropout: nn.Module | None = None):
 
 
 class MultiHeadedAttention(nn.Module):
-    """h parallel attention heads on learned projections, concatenated and projected
-    (§3.2.2)."""
+    """h attention heads on learned projections, concatenated and projected (§3.2.2)."""
 
     def __init__(self, h, d_model, dropout=0.0, d_k=None, d_v=None, fused=False):
         super().__init__()
@@ -43,16 +42,14 @@ class MultiHeadedAttention(nn.Module):
         self.w_k = nn.Linear(d_model, h * self.d_k)
         self.w_v = nn.Linear(d_model, h * self.d_v)
         self.w_o = nn.Linear(h * self.d_v, d_model)  # W^O
-        # on the attention weights; off in the paper's model
-        self.dropout = nn.Dropout(dropout)
-        # PyTorch's fused kernel instead of eq. 1 written out (same result)
-        self.fused = fused
+        self.dropout = nn.Dropout(dropout)  # on the weights; off in the paper's model
+        self.fused = fused  # PyTorch's fused kernel instead of eq. 1 (the same result)
         self.keep_attention = False  # True: keep the last weights, e.g. for plotting
         self.attention_weights = None
 
     def keys_values(self, key, value):
-        """Keys and values projected and split into heads: (batch, h, n_k, d_k), (batch,
-        h, n_k, d_v)."""
+        """Keys and values projected and split into heads: (batch, h, n_k, d_k) and
+        (batch, h, n_k, d_v)."""
         batch = key.size(0)
         k = self.w_k(key).view(batch, -1, self.h, self.d_k).transpose(1, 2)
         v = self.w_v(value).view(batch, -1, self.h, self.d_v).transpose(1, 2)
@@ -64,19 +61,17 @@ class MultiHeadedAttention(nn.Module):
         batch = query.size(0)
         if mask is not None:
             mask = mask.unsqueeze(1)  # (batch, 1, 1 or n_q, n_k): broadcast over heads
-        # (batch, h, n_q, d_k)
         q = self.w_q(query).view(batch, -1, self.h, self.d_k).transpose(1, 2)
+        # q: (batch, h, n_q, d_k)
         if cache is None:
             k, v = self.keys_values(key, value)
-        else:  # decoding one token at a time: with the earlier positions' (chapter 9)
+        else:  # decoding one token at a time, with the earlier ones' (chapter 9)
             k, v = cache.keys_values(self, key, value)
         if self.fused and not self.keep_attention:
             p = self.dropout.p if self.training else 0.0
             x = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
         else:
-            # x: (batch, h, n_q, d_v)
-            x, weights = attention(q, k, v, mask, self.dropout)
+            x, weights = attention(q, k, v, mask, self.dropout)  # (batch, h, n_q, d_v)
             self.attention_weights = weights.detach() if self.keep_attention else None
-        # concatenate the heads
-        x = x.transpose(1, 2).reshape(batch, -1, self.h * self.d_v)
+        x = x.transpose(1, 2).reshape(batch, -1, self.h * self.d_v)  # concatenated
         return self.w_o(x)  # (batch, n_q, d_model)

@@ -59,11 +59,9 @@ def greedy_decode(model, src, src_mask, max_len, bos, eos, pad, incremental=True
     for step in range(1, int(limits.max()) + 1):
         mask = None if incremental else subsequent_mask(ys.size(1), src.device)
         states = model.decode(memory, src_mask, ys, mask, cache)
-        # (batch, vocab), before the softmax
-        scores = model.generator.proj(states[:, -1])
+        scores = model.generator.proj(states[:, -1])  # (batch, vocab), before softmax
         scores[:, [pad, bos]] = float("-inf")  # never valid outputs
-        # argmax: the first maximum
-        token = scores.argmax(dim=-1).masked_fill(done, pad)
+        token = scores.argmax(dim=-1).masked_fill(done, pad)  # the first maximum
         ys = torch.cat([ys, token.unsqueeze(1)], dim=1)
         done |= (token == eos) | (limits <= step)
         if done.all():

@@ -39,9 +39,7 @@ def make_optimizer(
     return optimizer, scheduler
 
 
-def label_smoothed_loss(
-    scores, target, pad: int, label_smoothing: float, reduction="mean"
-):
+def label_smoothed_loss(scores, target, pad, label_smoothing, reduction="mean"):
     """Cross-entropy between the model's next-token distribution and the smoothed target
     of §5.4, over the real (non-padding) target positions: their mean, or with
     ``reduction="sum"`` their sum.
@@ -55,13 +53,11 @@ def label_smoothed_loss(
     target = target.flatten()  # (positions,)
     real = target != pad
     vocab = log_probs.size(-1)
-    # The smoothed target: ε spread evenly over the vocabulary, 1 - ε more on the right
-    # token.
+    # The smoothed target: ε spread over the vocabulary, 1 - ε more on the right token.
     smoothed = torch.full_like(log_probs, label_smoothing / vocab)
     right = target.masked_fill(~real, 0).unsqueeze(1)  # padding rows are dropped below
-    smoothed.scatter_add_(
-        1, right, torch.full_like(log_probs[:, :1], 1 - label_smoothing)
-    )
+    extra = torch.full_like(log_probs[:, :1], 1 - label_smoothing)
+    smoothed.scatter_add_(1, right, extra)
     per_position = -(smoothed * log_probs).sum(dim=-1)  # cross-entropy of each position
     total = per_position[real].sum()
     return total if reduction == "sum" else total / real.sum()
