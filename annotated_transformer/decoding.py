@@ -40,7 +40,7 @@ class KVCache:
         self.k, self.v = self.k[rows], self.v[rows]
 
 
-# inference_mode: no gradients, as with no_grad, and no bookkeeping for a backward pass.
+# inference_mode: no gradients, as with no_grad, nor bookkeeping for a backward pass.
 @torch.inference_mode()
 def greedy_decode(model, src, src_mask, max_len, bos, eos, pad, incremental=True):
     """The most probable next token at every step, for a batch of sources.
@@ -88,10 +88,12 @@ def length_penalty(length: int, alpha: float) -> float:
 
 @dataclass
 class Hypothesis:
-    # output tokens, ending with <eos> unless the length limit came first
+    """A finished output: its tokens (ending with <eos> unless the length limit came
+    first), log P(tokens | source) and the score the search ranks by,
+    log_prob / length_penalty(len(tokens), alpha)."""
+
     tokens: list[int]
-    log_prob: float  # log P(tokens | source): the sum of the model's log-probabilities
-    # log_prob / length_penalty(len(tokens), alpha): what the search ranks by
+    log_prob: float
     score: float
 
 
@@ -255,7 +257,7 @@ def translate_sentences(
     ``settings`` say (beam size 1 is greedy decoding). A sentence too long for the
     model's positions is cut to the longest source that fits, with a warning naming its
     line (from 1). ``allowed``: see ``decode_ids``."""
-    # room for </s> and for the output's <s>
+    # The model's positions hold the source with its </s>, and the output with its <s>.
     longest = model.src_embed[1].max_len - settings.max_extra - 2
     if longest < 1:
         raise ValueError(

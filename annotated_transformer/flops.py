@@ -28,23 +28,19 @@ def forward_flops(
     query-key pairs of the three kinds of attention. Masked self-attention is counted
     over all pairs, as the matrix product computes them."""
     d, f, (d_k, d_v), h = c.d_model, c.d_ff, c.head_dims, c.n_heads
-    # per token: Q, K, V and W^O (8d² when d_k = d/h)
+    # Per token: Q, K, V and W^O (8d² when d_k = d/h), and the two layers of eq. 2.
     projections = 2 * d * h * (2 * d_k + d_v) + 2 * h * d_v * d
-    # per query-key pair: a row of Q Kᵀ and of the weighted sum of values
+    ffn = 4 * d * f
+    # Per query-key pair: a row of Q Kᵀ and one of the weighted sum of values.
     scores = 2 * h * (d_k + d_v)
-    ffn = 4 * d * f  # per token: the two layers of eq. 2
     encoder = (projections + ffn) * src_tokens + scores * src_pairs
-    decoder = (
-        (projections + ffn) * tgt_tokens
-        + scores * tgt_pairs
-        # encoder-decoder attention: queries and W^O,
-        + 2 * h * (d * d_k + d_v * d) * tgt_tokens
-        # keys and values of the memory
-        + 2 * d * h * (d_k + d_v) * src_tokens
-        + scores * cross_pairs
-    )
-    # and the generator
-    return c.n_layers * (encoder + decoder) + 2 * d * c.vocab_size * tgt_tokens
+    decoder = (projections + ffn) * tgt_tokens + scores * tgt_pairs
+    # Encoder-decoder attention: queries and W^O per target token, keys and values of
+    # the memory per source token, and its query-key pairs.
+    decoder += 2 * h * (d * d_k + d_v * d) * tgt_tokens
+    decoder += 2 * d * h * (d_k + d_v) * src_tokens + scores * cross_pairs
+    generator = 2 * d * c.vocab_size * tgt_tokens
+    return c.n_layers * (encoder + decoder) + generator
 
 
 def training_flops(c, src_lengths, tgt_lengths) -> float:

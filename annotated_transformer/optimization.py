@@ -86,8 +86,7 @@ def accumulate_gradients(
     it only when it writes a metric line."""
     if global_tokens is None:
         global_tokens = sum(b.n_tokens for b in micro_batches)
-    # unwrap DistributedDataParallel
-    generator = getattr(model, "module", model).generator
+    generator = getattr(model, "module", model).generator  # inside DDP's wrapper
     summed = 0.0
     for i, batch in enumerate(micro_batches):
         last = i == len(micro_batches) - 1
@@ -95,8 +94,7 @@ def accumulate_gradients(
         sync = contextlib.nullcontext() if last or no_sync is None else no_sync()
         with sync, (autocast or contextlib.nullcontext)():
             states = model(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask)
-            # before the log-softmax: the loss applies it
-            scores = generator.proj(states)
+            scores = generator.proj(states)  # before the log-softmax: the loss has one
             loss = loss_function(scores, batch.tgt_out, pad, label_smoothing, "sum")
         with sync:
             (loss * world_size / global_tokens).backward()
