@@ -79,8 +79,7 @@ DATA_DIR_ENV = "AT_DATA_DIR"
 
 
 class DataError(Exception):
-    """Input data that cannot be used; the message says which file, which line and what
-    to do."""
+    """Unusable input data; the message says which file, which line and what to do."""
 
 
 def default_data_dir() -> Path:
@@ -91,8 +90,7 @@ def default_data_dir() -> Path:
 
 
 def read_lines(path: Path) -> list[str]:
-    """All lines of a UTF-8 text file (``.gz`` is decompressed), without line
-    endings."""
+    """All lines of a UTF-8 text file (``.gz`` decompressed), without line endings."""
     path = Path(path)
     if not path.is_file():
         raise DataError(f"{path} does not exist")
@@ -144,8 +142,8 @@ def read_sgml(path: Path) -> list[str]:
 def read_parquet_pairs(
     paths: Sequence[Path], src_lang: str, tgt_lang: str
 ) -> list[tuple[str, str]]:
-    """(source, target) pairs from Parquet files with a ``translation`` column of {lang:
-    text} records."""
+    """(source, target) pairs from Parquet files with a ``translation`` column of
+    {lang: text} records."""
     try:
         import pyarrow.parquet as pq  # only needed for this format
     except ImportError:
@@ -157,8 +155,8 @@ def read_parquet_pairs(
     for path in paths:
         try:
             table = pq.read_table(path, columns=["translation"])
-        # pyarrow raises several types for bad or foreign files
         except Exception as error:
+            # pyarrow raises several exception types for bad or foreign files.
             raise DataError(
                 f"{path} cannot be read as Parquet with a 'translation' column: {error}"
             ) from None
@@ -193,7 +191,7 @@ def _tidy_on_failure(folder: Path):
     removed again (when nothing else has been put into them): a mistyped --data-dir must
     not stay behind as empty folders."""
     folder = Path(folder).absolute()
-    # innermost first
+    # The folders that do not exist yet, innermost first.
     created = [p for p in (folder, *folder.parents) if not p.exists()]
     try:
         yield
@@ -203,7 +201,7 @@ def _tidy_on_failure(folder: Path):
                 (p for p in created[-1].rglob("*") if p.is_dir()),
                 key=lambda p: -len(p.parts),
             )
-            # deepest first; a folder that holds a file stays
+            # Deepest first; a folder that holds a file stays.
             for p in [*inside, *created]:
                 with contextlib.suppress(OSError):
                     p.rmdir()
@@ -248,7 +246,7 @@ def _fetch_hf_wmt14(config: str, folder: Path) -> None:
     target = folder / "train-00000-of-00001.parquet"
     with _tidy_on_failure(folder):
         folder.mkdir(parents=True, exist_ok=True)
-        # the loader looks for train-*.parquet: never a partial one
+        # The loader reads train-*.parquet, so it never sees a partial file.
         tmp = target.with_suffix(".part")
         try:
             datasets.load_dataset("wmt/wmt14", config, split="train").to_parquet(
@@ -295,7 +293,7 @@ def load_wmt14(split: str, src: str, tgt: str, data_dir: Path) -> list[tuple[str
                     "that folder"
                 ) from None
         return read_parquet_pairs(sorted(folder.glob("train-*.parquet")), src, tgt)
-    # 10,000 Moses-tokenized EN-DE pairs, for trying the pipeline offline
+    # The sample: 10,000 Moses-tokenized EN-DE pairs, for trying the pipeline offline.
     if split == "sample":
         if {src, tgt} != {"en", "de"}:
             raise DataError("the WMT14 training sample exists for en-de only")
@@ -331,8 +329,8 @@ def load_wmt14(split: str, src: str, tgt: str, data_dir: Path) -> list[tuple[str
     if found is None:
         try:
             found = _fetch_sacrebleu(test_set, src, tgt)
-        # no network (sacreBLEU then exits), or it refused
         except (Exception, SystemExit) as error:
+            # No network (sacreBLEU then exits), or sacreBLEU refused.
             raise DataError(
                 f"{name} ({src}-{tgt}) not found under {root} and sacreBLEU could not "
                 f"download it ({error}). With internet access run `sacrebleu -t "
@@ -352,8 +350,7 @@ def load_wmt14(split: str, src: str, tgt: str, data_dir: Path) -> list[tuple[str
 
 
 def load_text(split: str, src: str, tgt: str, data_dir: Path) -> list[tuple[str, str]]:
-    """Any corpus as ``{split}.{lang}`` files (optionally gzipped) in the data
-    directory."""
+    """Any corpus as ``{split}.{lang}`` files (gzipped or not) in the data directory."""
     for suffix in ("", ".gz"):
         files = (
             data_dir / f"{split}.{src}{suffix}",
@@ -387,9 +384,11 @@ def load_pairs(
 def vocab_file(
     pairs: Sequence[tuple[str, str]], vocab_size: int, max_sentences: int = 2_000_000
 ) -> str:
-    """The vocabulary's file name, ``spm-bpe8000-<fingerprint>.model``. The fingerprint
-    hashes the training pairs and the SentencePiece settings: it names exactly what the
-    vocabulary was made from."""
+    """The vocabulary's file name, ``spm-bpe8000-<fingerprint>.model``.
+
+    The fingerprint hashes the training pairs and the SentencePiece settings: it names
+    exactly what the vocabulary was made from.
+    """
     digest = hashlib.sha256(
         repr(sorted(_vocab_settings(vocab_size, max_sentences).items())).encode()
     )
@@ -416,8 +415,8 @@ def _vocab_settings(vocab_size: int, max_sentences: int) -> dict:
 def train_vocab(
     pairs: Sequence[tuple[str, str]], vocab_size: int, max_sentences: int = 2_000_000
 ) -> bytes:
-    """A SentencePiece BPE model trained on both sides of ``pairs``, in memory (its
-    serialized bytes)."""
+    """A SentencePiece BPE model trained on both sides of ``pairs``, in memory: its
+    serialized bytes."""
     import sentencepiece as spm
 
     model = io.BytesIO()
@@ -442,8 +441,8 @@ def train_shared_vocab(
     cache_dir: Path,
     max_sentences: int = 2_000_000,
 ):
-    """The vocabulary of ``pairs``, trained once and cached in ``cache_dir`` under its
-    fingerprint."""
+    """The vocabulary of ``pairs``, trained once and cached in ``cache_dir`` under
+    its fingerprint."""
     import sentencepiece as spm
 
     path = Path(cache_dir) / vocab_file(pairs, vocab_size, max_sentences)
@@ -455,8 +454,8 @@ def train_shared_vocab(
 def dropped(
     src_ids: Sequence[int], tgt_ids: Sequence[int], max_tokens: int | None
 ) -> str:
-    """Why a pair of token-id sequences is dropped ('empty' or 'too_long'), or '' when
-    it is kept."""
+    """Why a pair of token-id sequences is dropped ('empty' or 'too_long'), or ''
+    when it is kept."""
     if not src_ids or not tgt_ids:
         return "empty"
     if max_tokens is not None and (
@@ -474,8 +473,8 @@ def kept_report(counts: dict, max_tokens: int | None) -> str:
 
 
 def encode_pairs(sp, pairs: Sequence[tuple[str, str]], max_tokens: int | None = None):
-    """Token ids of each pair, with empty and over-long pairs removed; returns (kept,
-    report)."""
+    """Token ids of each pair, with empty and over-long pairs removed; returns
+    (kept, report)."""
     kept, counts = [], {"pairs": len(pairs), "kept": 0, "empty": 0, "too_long": 0}
     for s, t in zip(sp.encode([s for s, _ in pairs]), sp.encode([t for _, t in pairs])):
         reason = dropped(s, t, max_tokens)
@@ -491,8 +490,9 @@ class TokenBatches:
     target tokens.
 
     Lengths are counted as the model sees them: a source with its <eos>, a target as
-    decoder positions (its tokens and <eos>). A single pair longer than the budget gets
-    a batch of its own."""
+    decoder positions (its tokens and <eos>). A single pair longer than the budget
+    gets a batch of its own.
+    """
 
     src_lengths: Sequence[int]
     tgt_lengths: Sequence[int]
@@ -501,8 +501,8 @@ class TokenBatches:
     shuffle: bool = True
 
     def epoch(self, epoch: int) -> list[list[int]]:
-        """The batches of one epoch, in the order they are visited (deterministic in
-        seed and epoch)."""
+        """The batches of one epoch, in the order they are visited (deterministic
+        in seed and epoch)."""
         rng = random.Random(self.seed * 1_000_003 + epoch)
         noise = (
             [rng.random() for _ in self.src_lengths]
@@ -571,8 +571,8 @@ def pair_lengths(pairs) -> tuple[list[int], list[int]]:
 
 
 def validation_batches(pairs, batch_tokens: int, device):
-    """The pairs as batches of about ``batch_tokens`` tokens, in one fixed order, on
-    ``device``."""
+    """The pairs on ``device``, as batches of about ``batch_tokens`` tokens in one
+    fixed order."""
     lengths = pair_lengths(pairs)
     for indices in TokenBatches(*lengths, batch_tokens, shuffle=False).epoch(0):
         yield collate(pairs, indices).to(device)

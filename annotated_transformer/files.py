@@ -38,9 +38,11 @@ def write_atomically(path: Path, content) -> None:
 
 
 def append_line(path: Path, line: str) -> None:
-    """Append one line to a log (``metrics.jsonl``), flushed to the disk. A crash can
-    cut only the last line short, and ``trim_torn_line`` removes such a line before the
-    log grows again."""
+    """Append one line to a log (``metrics.jsonl``), flushed to the disk.
+
+    A crash can cut only the last line short, and ``trim_torn_line`` removes such a
+    line before the log grows again.
+    """
     with open(path, "a", encoding="utf-8") as f:
         f.write(line + "\n")
         f.flush()

@@ -13,8 +13,7 @@ from torch import nn
 
 # --- from book/03_stacks.md ---
 def clones(module: nn.Module, n: int) -> nn.ModuleList:
-    """``n`` independent deep copies of ``module`` (the layers of a stack share no
-    weights)."""
+    """``n`` independent deep copies of ``module``: stacked layers share no weights."""
     return nn.ModuleList(copy.deepcopy(module) for _ in range(n))
 
 
@@ -38,8 +37,7 @@ class SublayerConnection(nn.Module):
 
 
 class EncoderLayer(nn.Module):
-    """Self-attention, then the feed-forward network, each in a residual sub-layer
-    (§3.1)."""
+    """Self-attention, then feed-forward, each in a residual sub-layer (§3.1)."""
 
     def __init__(
         self,
@@ -95,10 +93,10 @@ class DecoderLayer(nn.Module):
         self.sublayers = clones(SublayerConnection(d_model, dropout, norm_first), 3)
 
     def forward(self, x, memory, src_mask, tgt_mask, cache=None):
-        # x: (batch, tgt_len, d_model); memory: (batch, src_len, d_model) src_mask:
-        # (batch, 1, src_len); tgt_mask: (batch, tgt_len, tgt_len) cache: None, or this
-        # layer's (self-attention, encoder-decoder attention) caches when decoding one
-        # token at a time (the attention and decoding chapters)
+        # x: (batch, tgt_len, d_model); memory: (batch, src_len, d_model)
+        # src_mask: (batch, 1, src_len); tgt_mask: (batch, tgt_len, tgt_len)
+        # cache: None, or when decoding one token at a time (the attention and decoding
+        # chapters), this layer's (self-attention, encoder-decoder attention) caches
         self_cache, src_cache = cache if cache is not None else (None, None)
         x = self.sublayers[0](
             x, lambda y: self.self_attn(y, y, y, tgt_mask, self_cache)
@@ -126,15 +124,13 @@ class Decoder(nn.Module):
 
 
 def subsequent_mask(size: int, device=None) -> torch.Tensor:
-    """(1, size, size) boolean mask, True where query position i may attend to key
-    position j <= i."""
+    """(1, size, size) boolean mask, True where query i may attend to key j <= i."""
     return torch.ones(1, size, size, dtype=torch.bool, device=device).tril()
 
 
 # --- from book/05_ffn_embeddings.md ---
 class PositionwiseFeedForward(nn.Module):
-    """FFN(x) = max(0, x W1 + b1) W2 + b2, applied to every position alike (§3.3, eq.
-    2)."""
+    """FFN(x) = max(0, x W1 + b1) W2 + b2, alike at every position (§3.3, eq. 2)."""
 
     def __init__(self, d_model: int, d_ff: int):
         super().__init__()

@@ -36,8 +36,8 @@ class EncoderDecoder(nn.Module):
         self.generator = generator
 
     def forward(self, src, tgt, src_mask, tgt_mask):
-        """Decoder states for every target position (apply ``generator`` for
-        probabilities)."""
+        """Decoder states for every target position: apply ``generator`` to them for the
+        next-token probabilities."""
         return self.decode(self.encode(src, src_mask), src_mask, tgt, tgt_mask)
 
     def encode(self, src, src_mask):
@@ -48,12 +48,10 @@ class EncoderDecoder(nn.Module):
         # tgt: (batch, tgt_len) token ids -> (batch, tgt_len, d_model)
         if cache is None:
             x = self.tgt_embed(tgt)
-        # incremental decoding: earlier positions live in the cache; only the newest is
-        # computed
-        else:
+        else:  # incremental: earlier positions are cached, only the newest is computed
             embed, positions = self.tgt_embed
-            # (batch, 1, d_model)
             x = positions(embed(tgt[:, -1:]), start=tgt.size(1) - 1)
+            # x: (batch, 1, d_model)
         return self.decoder(x, memory, src_mask, tgt_mask, cache)
 
 
@@ -108,8 +106,8 @@ def make_model(config: TransformerConfig) -> EncoderDecoder:
         nn.Sequential(tgt_embed, positions()),
         Generator(c.d_model, c.vocab_size),
     )
-    # The stacks' layers are deep copies of one layer, so every linear layer is drawn
-    # again, each its own.
+    # The layers of a stack are deep copies of one layer, so every linear layer is
+    # initialized again here, each independently of the others.
     for module in [*model.encoder.modules(), *model.decoder.modules()]:
         if not isinstance(module, nn.Linear):
             continue
@@ -117,10 +115,8 @@ def make_model(config: TransformerConfig) -> EncoderDecoder:
             nn.init.xavier_uniform_(module.weight)
             nn.init.zeros_(module.bias)
         else:
-            # PyTorch's own: weights and biases from U(±1/√fan_in)
-            module.reset_parameters()
-    if c.tie_embeddings:
-        # three-way tying: one Parameter
+            module.reset_parameters()  # PyTorch's own: U(±1/√fan_in) weights and biases
+    if c.tie_embeddings:  # three-way tying: one Parameter
         model.generator.proj.weight = src_embed.lut.weight
     return model
 

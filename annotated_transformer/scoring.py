@@ -36,11 +36,10 @@ def translate_and_score(
         Path(run_config.data_dir) if run_config.data_dir else None,
     )[: max_sentences or None]
     out_dir = Path(run_config.out_dir)
-    # this command's setting
-    averaged = run_weights(
+    averaged = run_weights(  # run_config.average: this command's setting
         out_dir, average=available_average(out_dir, run_config.average)
     )
-    # the paper's checkpoint averaging (§6.1); training is over, so the weights can go
+    # The paper's checkpoint averaging (§6.1); training is over, so the weights can go.
     if len(averaged) > 1:
         result["model"].load_state_dict(average_checkpoints(averaged))
     hypotheses, summary, scores = evaluate(

@@ -49,8 +49,8 @@ CHOICES = {
 
 
 def value_type(f: dataclasses.Field) -> tuple[type, bool]:
-    """The type a field's values have, and whether it may be None (``int | None`` gives
-    ``(int, True)``)."""
+    """The type a field's values have, and whether it may be None: ``int | None``
+    gives ``(int, True)``."""
     members = typing.get_args(f.type) or (f.type,)
     return next(m for m in members if m is not type(None)), type(None) in members
 
@@ -68,8 +68,8 @@ def _parse_value(f: dataclasses.Field, text: str):
 
 
 def add_field_option(group, f: dataclasses.Field, default) -> None:
-    """The option of one configuration field: booleans as --x/--no-x, a metavar saying
-    what a value is."""
+    """The option of one configuration field: booleans as --x/--no-x, others with a
+    metavar saying what a value is."""
     names = [option(f.name), *OPTION_ALIASES.get(f.name, ())]
     help_text = f"{f.metadata['help']} (default: {default!r})"
     base, _ = value_type(f)
@@ -95,8 +95,7 @@ def add_field_option(group, f: dataclasses.Field, default) -> None:
 
 
 def build_parser(preset: str = DEFAULT_PRESET) -> argparse.ArgumentParser:
-    """The command's options; the defaults shown in ``--help`` are those of
-    ``preset``."""
+    """The command's options, with ``preset``'s defaults shown in ``--help``."""
     model_default, run_default = RUN_PRESETS[preset]
     parser = command_parser(
         "train",
@@ -142,8 +141,7 @@ def build_parser(preset: str = DEFAULT_PRESET) -> argparse.ArgumentParser:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    """Arguments, read with the help and defaults of the preset that ``--preset``
-    names."""
+    """Arguments, read with the help and defaults of the preset ``--preset`` names."""
     first = argparse.ArgumentParser(
         prog="python -m annotated_transformer.train", add_help=False
     )
@@ -173,8 +171,7 @@ RESULTS_REMEDY = (
 
 
 def finished(run_config) -> dict | None:
-    """The stored result of a run that has trained all its updates and been scored, else
-    None."""
+    """The stored result of a run that is fully trained and scored, else None."""
     path = Path(run_config.out_dir) / "results.json"
     result = read_json(path, RESULTS_REMEDY) if path.is_file() else None
     return (
@@ -182,7 +179,7 @@ def finished(run_config) -> dict | None:
     )
 
 
-# the copy task's model and data are its own (chapter 9)
+# The copy task's model and data are its own (chapter 9).
 COPY_TASK_OPTIONS = ("max_steps", "seed", "device")
 
 

@@ -32,8 +32,7 @@ from annotated_transformer.model import count_parameters, make_model
 from annotated_transformer.scale import at_scale
 from annotated_transformer.scoring import translate_and_score
 
-# each row's changes to the paper's base
-ROWS = {"base": {}, **TABLE3_ROWS, "big": BIG_CHANGES}
+ROWS = {"base": {}, **TABLE3_ROWS, "big": BIG_CHANGES}  # changes to the paper's base
 
 
 def row_config(row: str, size: str = "quarter") -> TransformerConfig:
@@ -246,7 +245,7 @@ def main(args: argparse.Namespace) -> int:
             for row in args.rows
             for seed in (base_seeds if row == "base" else [0])
         ]
-        # a line cut short by a crash is dropped, and its row trained again
+        # A line cut short by a crash is dropped, and its row trained again.
         trim_torn_line(args.results)
         done = done_rows(args.results)
         todo = [

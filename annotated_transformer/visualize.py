@@ -46,11 +46,11 @@ KINDS = {
 
 @torch.no_grad()
 def attention_maps(model, src, tgt, src_mask, tgt_mask) -> dict[str, torch.Tensor]:
-    """Every layer's and head's weights for one batch: {kind: (batch, layer, head,
-    query, key)}.
+    """Every layer's and head's weights for one batch.
 
-    Runs one forward pass in evaluation mode and restores the model's mode and attention
-    flags."""
+    Returns {kind: (batch, layer, head, query, key)}. Runs one forward pass in
+    evaluation mode and restores the model's mode and attention flags.
+    """
     modules = [m for m in model.modules() if isinstance(m, MultiHeadedAttention)]
     saved = [(m.keep_attention, m.attention_weights) for m in modules]
     was_training = model.training
@@ -136,8 +136,8 @@ def capture(
 
 
 def word_spans(pieces: list[str]) -> list[tuple[int, int]]:
-    """(start, end) of each word: a piece starting with ▁, or a special token, begins a
-    new word."""
+    """(start, end) of each word: a piece starting with ▁, or a special token,
+    begins a new word."""
     starts = [
         i
         for i, p in enumerate(pieces)
@@ -150,8 +150,7 @@ def word_spans(pieces: list[str]) -> list[tuple[int, int]]:
 
 
 def merge_pieces(weights: np.ndarray, query_spans, key_spans) -> np.ndarray:
-    """Sum over the key pieces of a word, average over its query pieces: rows still sum
-    to 1."""
+    """Sum over a word's key pieces, mean over its query pieces: rows still sum to 1."""
     keys = np.stack([weights[..., a:b].sum(-1) for a, b in key_spans], axis=-1)
     return np.stack([keys[..., a:b, :].mean(-2) for a, b in query_spans], axis=-2)
 
@@ -176,8 +175,8 @@ def word_level(attn: SentenceAttention) -> SentenceAttention:
 def save_attention(
     path: Path, sentences: list[SentenceAttention], about: dict | None = None
 ) -> None:
-    """Store captured weights as float16 in one compressed .npz file, with labels and
-    ``about`` as JSON."""
+    """Store captured weights as float16 in one compressed .npz file, with labels
+    and ``about`` as JSON."""
     meta = {
         "about": about or {},
         "sentences": [
@@ -277,10 +276,11 @@ def line_view(
     ax=None,
     min_weight: float = 0.02,
 ):
-    """The paper's drawing: queries left, keys right, a line per (head, query, key),
-    opacity = weight.
+    """The paper's drawing: queries left, keys right, a line per (head, query, key).
 
-    ``layer`` defaults to the second-to-last, the place of the paper's layer 5 of 6."""
+    A line's opacity is its weight. ``layer`` defaults to the second-to-last, the
+    place of the paper's layer 5 of 6.
+    """
     weights = attn.weights(kind)
     layer = pick(
         [default_layer(weights.shape[0]) if layer is None else layer],
@@ -378,8 +378,8 @@ def head_table(attn: SentenceAttention, kind: str = "encoder") -> list[dict]:
 def weight_between(
     attn: SentenceAttention, query: str, keys: list[str], kind: str = "encoder"
 ) -> np.ndarray:
-    """(layer, head) array: the weight from the word ``query`` to the words ``keys``
-    together."""
+    """(layer, head) array: the weight from the word ``query`` to the words
+    ``keys`` together."""
     query_labels, key_labels = attn.labels(kind)
     i = find_word(query_labels, query)
     return attn.weights(kind)[:, :, i, [find_word(key_labels, k) for k in keys]].sum(-1)
@@ -401,8 +401,8 @@ def grid_view(
     heads: list[int] | None = None,
     size: float = 1.6,
 ):
-    """Heatmaps of every chosen layer (rows) and head (columns): queries vertical, keys
-    horizontal."""
+    """Heatmaps of every chosen layer (rows) and head (columns): queries
+    vertical, keys horizontal."""
     weights = attn.weights(kind)
     layers = pick(layers, weights.shape[0], "layer")
     heads = pick(heads, weights.shape[1], "head")
@@ -504,8 +504,8 @@ EXPLORER_SCRIPT = """
 
 
 def explorer_data(sentences: list[SentenceAttention], digits: int = 2) -> dict:
-    """What the explorer embeds: labels and weights[kind][layer][head][query][key],
-    rounded."""
+    """What the explorer embeds: labels and rounded
+    weights[kind][layer][head][query][key]."""
     first = sentences[0].encoder.shape
     return {
         "layers": first[0],
@@ -652,8 +652,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def sentences_from(args) -> list[SentenceAttention]:
-    """The captured sentences: loaded with --stored, else captured from the model of
-    --run/--checkpoint."""
+    """The captured sentences: loaded with --stored, else captured from the model
+    of --run/--checkpoint."""
     if args.stored:
         stored = load_attention(args.stored)[0]
         if not 1 <= args.index <= len(stored):
@@ -686,9 +686,8 @@ def sentences_from(args) -> list[SentenceAttention]:
             "several"
         )
     model, sp, settings, paths, device = model_from_args(args)
-    # one sentence is drawn: capture only that one
     if args.save is None and args.view != "explorer":
-        lines = [lines[args.index - 1]]
+        lines = [lines[args.index - 1]]  # one sentence is drawn: capture only that one
     decode_settings = decoding_from_args(args)
     captured = [
         capture(model, sp, line, args.target, device, decode_settings)
@@ -756,10 +755,9 @@ def draw(args, sentences: list[SentenceAttention]) -> None:
 
 @command(parser=build_parser)
 def main(args: argparse.Namespace) -> int:
-    # before any work, as in translate
     for path, option in ((args.output, "-o"), (args.save, "--save")):
         if path is not None:
-            check_writable(path, option)
+            check_writable(path, option)  # before any work, as in translate
     sentences = sentences_from(args)
     if args.save is None or args.output is not None:
         draw(args, sentences)
