@@ -2,8 +2,8 @@
 # (demo, copy, bench) only the package; the book and the tests also its [book,dev] extras. Inside the
 # conda environment of environment.yml, that environment is used instead of .venv.
 #   make demo     train English->German on Multi30k and print sacreBLEU on test2016
-#                 (the stored run took 0.20 PFLOP of training: about 52 minutes on a 2-core CPU
-#                 that trained at 65 GFLOP/s)
+#                 (the stored run took 0.20 PFLOP of training: about 69 minutes on a 2-core CPU
+#                 that trained at 49 GFLOP/s, shared with other work)
 #   make copy     train the copy-task model (about a minute) and print its held-out accuracy
 #   make bench    time 50-token decoding with the key/value cache against full recomputation
 #                 (ARGS="train" or ARGS="decode": the other modes of the benchmark command)
