@@ -34,8 +34,7 @@ class Batch:
     tgt_in: torch.Tensor  # (batch, tgt_len): <bos> y_1 ... y_m, padded
     tgt_out: torch.Tensor  # (batch, tgt_len): y_1 ... y_m <eos>, padded
     src_mask: torch.Tensor  # (batch, 1, src_len), True = real token
-    # (batch, tgt_len, tgt_len), True = real and not in the future
-    tgt_mask: torch.Tensor
+    tgt_mask: torch.Tensor  # (batch, tgt_len, tgt_len): True = real, not in the future
     n_tokens: int  # non-padding target tokens: what the loss is averaged over
 
     @classmethod
