@@ -515,13 +515,10 @@ def test_a_decoding_benchmark_worker_decodes_as_translate_does(
         and 0 < sum(p["ms_per_step"] for p in top) <= every["ms_per_step"]
     )
     assert len(top) == 12 and every["calls"] >= sum(p["calls"] for p in top) > 0
-    assert out["matrix_flops"] > 0
+    assert out["matrix_flops"] > 0 and out["steps"] > 0
     # A second request decodes again, the same outputs, without profiling.
-    assert (
-        again["outputs"] == out["outputs"]
-        and again["profile"] == []
-        and again["matrix_flops"] is None
-    )
+    assert again["outputs"] == out["outputs"]
+    assert not {"profile", "steps", "matrix_flops"} & set(again)
     # step costs only when asked for
     assert out["step_ms"] == {} and list(again["step_ms"]) == ["1", "3"]
 
