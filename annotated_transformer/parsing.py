@@ -37,7 +37,10 @@ from annotated_transformer.decoding import translate_sentences
 from annotated_transformer.files import write_atomically
 from annotated_transformer.scale import at_scale
 
-TREEBANK_URL = "https://raw.githubusercontent.com/nltk/nltk_data/gh-pages/packages/corpora/treebank.zip"
+TREEBANK_URL = (
+    "https://raw.githubusercontent.com/nltk/nltk_data/gh-pages/packages/corpora/"
+    "treebank.zip"
+)
 
 
 @dataclass
