@@ -104,7 +104,7 @@ def search_is_over(finished, alive, limit, k, n_best, alpha) -> bool:
     scores = sorted((h.score for h in finished), reverse=True)
     if len(scores) >= k:
         return True
-    bound = float(alive.max()) / length_penalty(limit, alpha)  # the most one can score
+    bound = max(alive) / length_penalty(limit, alpha)  # the most one can score
     return len(scores) >= n_best and scores[n_best - 1] >= bound
 
 
@@ -174,8 +174,9 @@ def beam_search(
         # Only the self-attention caches move: the encoder's keys repeat k times alike.
         for own, _ in cache:
             own.select(rows)
+        alive_rows = beam_log_probs.tolist()  # one copy to the host per step
         for i in sorted(searching):
-            alive = beam_log_probs[i]
+            alive = alive_rows[i]
             if step >= limits[i]:  # the unfinished hypotheses end here
                 for j in range(k):
                     finish(i, ys[i * k + j, 1:].tolist(), alive[j])

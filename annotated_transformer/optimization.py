@@ -55,11 +55,11 @@ def label_smoothed_loss(scores, target, pad, label_smoothing, reduction="mean"):
     vocab = log_probs.size(-1)
     # The smoothed target: ε spread over the vocabulary, 1 - ε more on the right token.
     smoothed = torch.full_like(log_probs, label_smoothing / vocab)
-    right = target.masked_fill(~real, 0).unsqueeze(1)  # padding rows are dropped below
+    right = target.masked_fill(~real, 0).unsqueeze(1)  # padding rows: zeroed below
     extra = torch.full_like(log_probs[:, :1], 1 - label_smoothing)
     smoothed.scatter_add_(1, right, extra)
     per_position = -(smoothed * log_probs).sum(dim=-1)  # cross-entropy of each position
-    total = per_position[real].sum()
+    total = per_position.masked_fill(~real, 0.0).sum()  # padding positions add nothing
     return total if reduction == "sum" else total / real.sum()
 
 

@@ -1,4 +1,5 @@
-"""Shared fixtures: a tiny synthetic parallel corpus in the formats the loaders read."""
+"""Shared fixtures: a tiny synthetic parallel corpus in the formats the loaders read,
+and the options of a tiny training run on it."""
 
 import os
 import random
@@ -15,6 +16,14 @@ DE = (
     "kind läuft schläft isst sieht springt singt"
 ).split()
 LEXICON = dict(zip(EN, DE))
+
+
+# The training options the tests share: the text corpus, a one-layer model of d_model 32
+# and 300-token updates (each test adds its data folder, run folder and schedule).
+TINY_RUN = (
+    "--corpus text --vocab-size 80 --n-layers 1 --d-model 32 --d-ff 64 --n-heads 2 "
+    "--batch-tokens 300 --warmup 10 --valid-every 1000"
+).split()
 
 
 def synthetic_pairs(n: int, seed: int) -> list[tuple[str, str]]:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import TINY_RUN
 
 from annotated_transformer import (
     bundle,
@@ -36,28 +37,11 @@ def trained_run(text_corpus, tmp_path_factory):
     every 4."""
     out_dir = tmp_path_factory.mktemp("run") / "tiny"
     argv = [
-        "--corpus",
-        "text",
+        *TINY_RUN,
         "--data-dir",
         str(text_corpus),
         "--out-dir",
         str(out_dir),
-        "--vocab-size",
-        "80",
-        "--n-layers",
-        "1",
-        "--d-model",
-        "32",
-        "--d-ff",
-        "64",
-        "--n-heads",
-        "2",
-        "--batch-tokens",
-        "300",
-        "--warmup",
-        "10",
-        "--valid-every",
-        "1000",
         "--save-every",
         "4",
         "--max-steps",

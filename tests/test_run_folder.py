@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import sacrebleu.utils
+from conftest import TINY_RUN
 
 from annotated_transformer import (
     benchmark,
@@ -32,24 +33,7 @@ from annotated_transformer import (
 from annotated_transformer.config import RunConfig
 
 TINY = [
-    "--corpus",
-    "text",
-    "--vocab-size",
-    "80",
-    "--n-layers",
-    "1",
-    "--d-model",
-    "32",
-    "--d-ff",
-    "64",
-    "--n-heads",
-    "2",
-    "--batch-tokens",
-    "300",
-    "--warmup",
-    "10",
-    "--valid-every",
-    "1000",
+    *TINY_RUN,
     "--save-every",
     "2",
     "--average",

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import TINY_RUN
 
 from annotated_transformer import data, speed, train, trainer
 from annotated_transformer.checkpoints import (
@@ -150,28 +151,11 @@ def test_paper_sized_training_step_on_cpu(name):
 
 def _cli(text_corpus, out_dir, *extra):
     return [
-        "--corpus",
-        "text",
+        *TINY_RUN,
         "--data-dir",
         str(text_corpus),
         "--out-dir",
         str(out_dir),
-        "--vocab-size",
-        "80",
-        "--n-layers",
-        "1",
-        "--d-model",
-        "32",
-        "--d-ff",
-        "64",
-        "--n-heads",
-        "2",
-        "--batch-tokens",
-        "300",
-        "--warmup",
-        "10",
-        "--valid-every",
-        "1000",
         "--log-every",
         "1",
         "--save-every",
