@@ -381,11 +381,7 @@ def decoding_model(args, work: Path) -> tuple[Path, object, str]:
     """The model file the workers load, its vocabulary, and a description: a run's
     (averaged as the run was scored), a given file, or with --random-weights the
     multi30k architecture untrained."""
-    from annotated_transformer.checkpoints import (
-        load_model,
-        run_weights,
-        write_model_file,
-    )
+    from annotated_transformer.checkpoints import load_run_model, write_model_file
 
     if args.random_weights:
         model_config = RUN_PRESETS["multi30k"][0]
@@ -398,8 +394,9 @@ def decoding_model(args, work: Path) -> tuple[Path, object, str]:
             "random weights",
         )
     else:
-        paths = run_weights(args.run, args.checkpoint, args.average)
-        model, sp, settings = load_model(paths)
+        model, sp, settings, paths = load_run_model(
+            args.run, args.checkpoint, args.average
+        )
         what = (
             f"{paths[-1].parent.parent if not args.checkpoint else paths[0]} "
             f"({len(paths)} checkpoint(s))"

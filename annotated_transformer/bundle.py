@@ -55,7 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
 # a full disk; CTranslate2 not installed
 @command(parser=build_parser, also=(OSError, ImportError))
 def main(args: argparse.Namespace) -> int:
-    out = args.output or (None if args.ct2 else Path(args.run).with_suffix(".pt"))
+    run = Path(args.run).resolve()  # "--run ." names the folder it is in
+    out = args.output or (None if args.ct2 else run.with_name(run.name + ".pt"))
     if out is not None:
         check_writable(out)
     result = bundle_run(args.run, out, args.average, args.ct2)

@@ -15,7 +15,7 @@ from pathlib import Path
 import torch
 
 from annotated_transformer.config import TransformerConfig, option
-from annotated_transformer.files import write_atomically
+from annotated_transformer.files import check_room, write_atomically, write_error
 from annotated_transformer.model import make_model
 
 
@@ -23,6 +23,11 @@ from annotated_transformer.model import make_model
 class CheckpointError(Exception):
     """A file of a run folder (a checkpoint, a record) that cannot be used, with
     what to do about it."""
+
+
+class CheckpointGone(CheckpointError):
+    """A checkpoint that is not there (any more): a run that is still training deletes
+    its older ones."""
 
 
 def remove_leftovers(out_dir: Path) -> list[Path]:
@@ -62,6 +67,11 @@ def save_checkpoint(path: Path, state: dict) -> None:
 def load_checkpoint(path: Path) -> dict:
     try:
         return torch.load(path, map_location="cpu", weights_only=True)
+    except FileNotFoundError:
+        raise CheckpointGone(
+            f"no checkpoint at {path}: it was never there, or a run that is still "
+            "training deleted it (it keeps its newest --keep-checkpoints)"
+        ) from None
     except Exception as error:  # truncated zip, bad pickle, missing file: many kinds
         reason = (  # its first sentence
             re.split(r"(?<=\.)\s|\n", str(error).strip())[0].rstrip(".") or "no message"
@@ -137,8 +147,11 @@ class RunLock:
     would interleave their checkpoints and metrics."""
 
     def __init__(self, out_dir: Path):
-        out_dir.mkdir(parents=True, exist_ok=True)
-        self.file = open(out_dir / "train.lock", "a+", encoding="utf-8")
+        try:  # a read-only run folder is refused here, before any other write
+            out_dir.mkdir(parents=True, exist_ok=True)
+            self.file = open(out_dir / "train.lock", "a+", encoding="utf-8")
+        except OSError as error:
+            raise write_error(out_dir / "train.lock", error) from None
         try:
             import fcntl
         except ImportError:
@@ -337,6 +350,24 @@ def load_model(paths: list[Path], device: str = "cpu"):
     return model.to(device).eval(), sp, settings
 
 
+def load_run_model(
+    run: Path,
+    checkpoint: Path | None = None,
+    average: int | None = None,
+    device: str = "cpu",
+):
+    """``load_model`` of the ``run_weights``, and the paths read. A run may be read
+    while it trains: a checkpoint it deletes meanwhile is replaced by its current
+    ones (up to three tries)."""
+    for attempt in range(3):
+        paths = run_weights(run, checkpoint, average)
+        try:
+            return (*load_model(paths, device), paths)
+        except CheckpointGone:
+            if checkpoint is not None or attempt == 2:
+                raise
+
+
 def write_model_file(
     out: Path, model, sp, settings: dict, checkpoints: list[str]
 ) -> None:
@@ -364,10 +395,11 @@ def bundle_run(
     many as the run's own setting and its checkpoints allow) with its configuration and
     vocabulary into the file ``out``, and/or as a CTranslate2 model into the folder
     ``ct2`` (the performance chapter)."""
-    paths = run_weights(run, average=average)
-    model, sp, settings = load_model(paths)
+    model, sp, settings, paths = load_run_model(run, average=average)
     result = {"checkpoints": [p.name for p in paths]}
     if out is not None:
+        weights = model.state_dict().values()
+        check_room(out, sum(w.numel() * w.element_size() for w in weights))
         write_model_file(out, model, sp, settings, result["checkpoints"])
         result["megabytes"] = Path(out).stat().st_size / 2**20
     if ct2 is not None:

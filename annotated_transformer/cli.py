@@ -14,7 +14,7 @@ from dataclasses import fields
 from pathlib import Path
 
 from annotated_transformer import trainer
-from annotated_transformer.checkpoints import CheckpointError, load_model, run_weights
+from annotated_transformer.checkpoints import CheckpointError, load_run_model
 from annotated_transformer.config import (
     DECODE_HELP,
     OPTION_ALIASES,
@@ -24,6 +24,7 @@ from annotated_transformer.config import (
     option,
 )
 from annotated_transformer.data import DataError
+from annotated_transformer.files import WriteError, is_stream, nearest_folder
 
 # --- from book/12_training_loop.md ---
 # 130 = 128 + SIGINT, what shells report for a program stopped by Ctrl-C.
@@ -33,8 +34,9 @@ BAD_INPUT, INTERRUPTED = 2, 130
 def command(main=None, *, parser=None, also: tuple = ()):
     """Make a command's ``main(argv) -> exit status`` from its body. With ``parser`` (a
     function that builds the argument parser), the body receives the parsed arguments
-    instead of ``argv``. A data, checkpoint or value error, or one of the failures
-    ``also`` names as expected of that command, prints ``error: ...`` and returns 2;
+    instead of ``argv``. A data, checkpoint, value or write error, or one of the
+    failures ``also`` names as expected of that command, prints ``error: ...`` and
+    returns 2;
     Ctrl-C returns 130 (the training loop catches it first, to save). Use as
     ``@command`` or ``@command(parser=build_parser, also=(OSError,))``."""
     if main is None:
@@ -51,7 +53,7 @@ def command(main=None, *, parser=None, also: tuple = ()):
                 file=sys.stderr,
             )
             return INTERRUPTED
-        except (DataError, CheckpointError, ValueError, *also) as error:
+        except (DataError, CheckpointError, ValueError, WriteError, *also) as error:
             print(f"error: {error}", file=sys.stderr)
             return BAD_INPUT
 
@@ -201,9 +203,10 @@ def model_from_args(args):
         raise ValueError(
             f"--average must be at least 1 (1: no averaging), got {args.average}"
         )
-    paths = run_weights(args.run, args.checkpoint, args.average)
     device = trainer.resolve_device(args.device)
-    model, sp, settings = load_model(paths, device)
+    model, sp, settings, paths = load_run_model(
+        args.run, args.checkpoint, args.average, device
+    )
     return model, sp, settings, paths, device
 
 
@@ -221,18 +224,27 @@ def split_lines(text: str) -> list[str]:
 
 
 def check_writable(path: Path, option: str = "-o") -> None:
-    """Refuse an output file that cannot be written, before any translating is done."""
+    """Refuse an output file that cannot be written, before any translating is done.
+    Checking makes nothing: no folder, no file."""
+    path = Path(path)
     if path.is_dir():
         raise ValueError(f"{path} is a folder; give the file to write with {option}")
+    if is_stream(path):  # /dev/stdout, a named pipe: written into as they are
+        if not os.access(path, os.W_OK):
+            raise ValueError(f"cannot write {path}: permission denied")
+        return
+    target = Path(os.path.realpath(path))  # where a symbolic link's writes go
+    folder = nearest_folder(target)
+    if not folder.is_dir():
+        raise ValueError(f"cannot write {path}: {folder} is a file, not a folder")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(
-            dir=path.parent, prefix=f".{path.name}.", suffix=".probe"
+            dir=folder, prefix=f".{target.name}.", suffix=".probe"
         ):
             # the folder takes a new file, as the output's atomic write will need (a
             # check root cannot skip)
             pass
     except OSError as error:
         raise ValueError(f"cannot write {path}: {error.strerror or error}") from None
-    if path.exists() and not os.access(path, os.W_OK):
+    if target.exists() and not os.access(target, os.W_OK):
         raise ValueError(f"cannot write {path}: permission denied")

@@ -5,6 +5,7 @@
 """Settings (§3, §5, Table 3): the model and run configurations, frozen
 dataclasses, and every named preset."""
 
+import math
 import os
 from dataclasses import asdict, dataclass, field, fields, replace
 
@@ -201,8 +202,9 @@ class DecodeConfig:
                     f"{option(name)} must be an integer of at least {least}, got "
                     f"{value!r}"
                 )
-        if not self.alpha >= 0:
-            raise ValueError(f"--alpha must be at least 0, got {self.alpha!r}")
+        # α beyond 10 makes no further difference (§6.1 uses 0.6) and overflows a float
+        if not 0 <= self.alpha <= 10:
+            raise ValueError(f"--alpha must be between 0 and 10, got {self.alpha!r}")
 
     def replace(self, **changes) -> "DecodeConfig":
         return checked_replace(self, **changes)
@@ -306,18 +308,27 @@ class RunConfig:
             "max_sentence_tokens",
             "average",
         )
-        for name in (*positive, "save_every", "max_train_pairs", "buckets"):
+        for name in (*positive, "save_every", "max_train_pairs", "buckets", "seed"):
             value, least = getattr(self, name), 1 if name in positive else 0
             if not isinstance(value, int) or isinstance(value, bool) or value < least:
                 raise ValueError(
                     f"{option(name)} must be an integer of at least {least}, got "
                     f"{value!r}"
                 )
-        if self.lr_factor <= 0 or min(self.max_minutes, self.save_every_minutes) < 0:
+        if self.seed >= 2**63:  # the random-number generators take 64-bit seeds
+            raise ValueError(f"--seed must be below 2**63, got {self.seed}")
+        # finite numbers: a comparison alone lets NaN through
+        if not (math.isfinite(self.lr_factor) and self.lr_factor > 0):
             raise ValueError(
-                "--lr-factor must be positive; --max-minutes and --save-every-minutes "
-                "at least 0"
+                f"--lr-factor must be a finite number above 0, got {self.lr_factor!r}"
             )
+        for name in ("max_minutes", "save_every_minutes"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value >= 0):
+                raise ValueError(
+                    f"{option(name)} must be a finite number of at least 0, got "
+                    f"{value!r}"
+                )
         _ = self.decoding  # DecodeConfig checks its own settings
         if not self.save_every and not self.save_every_minutes:
             raise ValueError(

@@ -12,6 +12,7 @@ from pathlib import Path
 from annotated_transformer import data
 from annotated_transformer.cli import (
     add_model_arguments,
+    check_writable,
     command,
     command_parser,
     decoding_from_args,
@@ -89,6 +90,15 @@ def main(args: argparse.Namespace) -> int:
         f"{device}",
         file=sys.stderr,
     )
+    weights = Path(paths[-1])  # scores go into the run folder, or beside a model file
+    out = (
+        weights.parent.parent / "eval"
+        if weights.parent.name == "checkpoints"
+        else weights.with_suffix(".eval")
+    )
+    stem = f"{name}.beam{args.beam_size}.alpha{args.alpha}.avg{len(paths)}"
+    for path in (out / f"{stem}.hyp", out / "results.jsonl"):
+        check_writable(path)  # before the long work, not after it
     hypotheses, summary, result = evaluate(
         model,
         sp,
@@ -98,14 +108,6 @@ def main(args: argparse.Namespace) -> int:
         decoding_from_args(args),
         progress=args.progress,
     )
-    weights = Path(paths[-1])  # scores go into the run folder, or beside a model file
-    out = (
-        weights.parent.parent / "eval"
-        if weights.parent.name == "checkpoints"
-        else weights.with_suffix(".eval")
-    )
-    out.mkdir(exist_ok=True)
-    stem = f"{name}.beam{args.beam_size}.alpha{args.alpha}.avg{len(paths)}"
     write_atomically(out / f"{stem}.hyp", "".join(h + "\n" for h in hypotheses))
     summary = {"test_set": name, "checkpoints": [p.name for p in paths], **summary}
     trim_torn_line(out / "results.jsonl")

@@ -12,6 +12,7 @@ import random
 import re
 import sys
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -129,12 +130,17 @@ def load_treebank(data_dir: Path | None = None) -> dict[str, list[Tree]]:
                 "$AT_DATA_DIR) at a folder with ptb/treebank.zip"
             ) from None
     trees = {}
-    with zipfile.ZipFile(path) as archive:
-        for name in sorted(n for n in archive.namelist() if n.endswith(".mrg")):
-            parsed = [
-                clean(t) for t in parse_bracketed(archive.read(name).decode("utf-8"))
-            ]
-            trees[Path(name).stem] = [t for t in parsed if t is not None]
+    try:
+        with zipfile.ZipFile(path) as archive:
+            for name in sorted(n for n in archive.namelist() if n.endswith(".mrg")):
+                text = archive.read(name).decode("utf-8")
+                parsed = [clean(t) for t in parse_bracketed(text)]
+                trees[Path(name).stem] = [t for t in parsed if t is not None]
+    except (zipfile.BadZipFile, zlib.error, EOFError, UnicodeDecodeError) as error:
+        raise data.DataError(
+            f"{path} is damaged ({error}): delete it, and the command downloads it "
+            "again, or put a good copy there"
+        ) from None
     if not trees:
         raise data.DataError(f"{path} holds no .mrg files")
     return trees
@@ -614,6 +620,9 @@ def prepare_corpus(args: argparse.Namespace):
         raise ValueError(
             f"--train-fraction must be above 0 and at most 1, got {args.train_fraction}"
         )
+    if args.run.exists() and not args.run.is_dir():
+        raise ValueError(f"--run {args.run} is a file, not a run folder")
+    trainer.resolve_device(args.device)  # refused before the corpus is written
     corpus = {"leaves": args.leaves, "train_fraction": args.train_fraction}
     settings = args.run / "parsing.json"
     if settings.is_file() and read_json(settings, PARSING_REMEDY) != corpus:

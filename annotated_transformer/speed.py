@@ -31,7 +31,7 @@ from annotated_transformer.data import (
     dropped,
     kept_report,
 )
-from annotated_transformer.files import write_atomically
+from annotated_transformer.files import WriteError, write_atomically, write_error
 
 
 def bucket_lengths(lengths: Sequence[int], buckets: int) -> list[int]:
@@ -234,13 +234,27 @@ def token_cache(
     """Encode the pairs of ``chunks`` with ``sp`` into a TokenCache in ``folder``, once:
     the first process to get there encodes, any other waits for it and maps the result.
     Dropped pairs are those ``encode_pairs`` drops; ``meta.json``, written last, says
-    how many of each."""
-    folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / "lock", "w") as lock:
+    how many of each. A cache that is complete is only read (its folder may be
+    read-only)."""
+    if (folder / "meta.json").is_file():
+        return TokenCache(folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        lock = open(folder / "lock", "w")
+    except OSError as error:  # a read-only or full run folder
+        raise write_error(folder / "lock", error) from None
+    with lock:
         # released when the file closes, also if this process dies
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not (folder / "meta.json").is_file():
-            _encode_into(folder, sp, chunks, max_tokens, threads)
+            try:
+                _encode_into(folder, sp, chunks, max_tokens, threads)
+            except BaseException as error:  # a full disk, Ctrl-C: no part is left
+                for part in (*folder.glob("*.part"), *folder.glob("*.offsets")):
+                    part.unlink()
+                if isinstance(error, OSError) and not isinstance(error, WriteError):
+                    raise write_error(folder, error) from None
+                raise
     return TokenCache(folder)
 
 
@@ -287,18 +301,17 @@ def _encode_into(
             counts["pairs"] += len(chunk)
             for k, file in enumerate(files):
                 rows = [pair[k] for pair in kept]
-                np.fromiter(itertools.chain.from_iterable(rows), dtype=dtype).tofile(
-                    file
-                )
+                ids = np.fromiter(itertools.chain.from_iterable(rows), dtype=dtype)
+                # (file.write, not ndarray.tofile: a full disk keeps its errno)
+                file.write(ids.tobytes())
                 lengths[k].append(
                     np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
                 )
     if not counts["kept"]:
         raise DataError(f"no pair is left to cache: {kept_report(counts, max_tokens)}")
     for k, side in enumerate(("src", "tgt")):
-        np.concatenate([[0], np.cumsum(np.concatenate(lengths[k]))]).astype(
-            np.int64
-        ).tofile(folder / f"{side}.offsets")
+        offsets = np.concatenate([[0], np.cumsum(np.concatenate(lengths[k]))])
+        (folder / f"{side}.offsets").write_bytes(offsets.astype(np.int64).tobytes())
         os.replace(folder / f"{side}.ids.part", folder / f"{side}.ids")
     write_atomically(
         folder / "meta.json",

@@ -12,12 +12,7 @@ from pathlib import Path
 
 from annotated_transformer import trainer
 from annotated_transformer.checkpoints import read_json
-from annotated_transformer.cli import (
-    INTERRUPTED,
-    add_progress_option,
-    command,
-    command_parser,
-)
+from annotated_transformer.cli import add_progress_option, command, command_parser
 from annotated_transformer.config import (
     OPTION_ALIASES,
     RUN_PRESETS,
@@ -103,7 +98,9 @@ def build_parser(preset: str = DEFAULT_PRESET) -> argparse.ArgumentParser:
         "Multi30k, sized for a laptop CPU, then sacreBLEU on the test set), or the "
         "copy task with --task copy. Running the same command again resumes from the "
         "last checkpoint in the run folder (--run); a finished run reports its result. "
-        "Launch with torchrun for several processes or GPUs.",
+        "Launch with torchrun for several processes or GPUs (there, name the run "
+        "folder with --out-dir: torchrun takes --run for its own --run-path). "
+        "Ctrl-C, SIGTERM and SIGHUP save a checkpoint before stopping.",
         epilog="--help --preset NAME shows the defaults of that preset; --print-config "
         "shows the settings a command would train with, without training.",
     )
@@ -246,7 +243,8 @@ def main(argv: list[str] | None = None) -> int:
     result = trainer.train(model_config, run_config, progress=args.progress)
     if result["rank"] == 0 and not result["interrupted"]:
         translate_and_score(result, run_config, progress=args.progress)
-    return INTERRUPTED if result["interrupted"] else 0
+    # 128 + the signal's number, as shells report a program it stopped: 130 for Ctrl-C
+    return 128 + result["interrupted"] if result["interrupted"] else 0
 
 
 if __name__ == "__main__":

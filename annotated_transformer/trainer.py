@@ -5,7 +5,7 @@
 
 import json
 import math
-import os
+import shutil
 import signal
 import time
 from dataclasses import asdict, dataclass, field
@@ -31,19 +31,26 @@ from annotated_transformer.checkpoints import (
 )
 from annotated_transformer.config import RunConfig, TransformerConfig
 from annotated_transformer.diagnostics import source_alignment
-from annotated_transformer.files import append_line, trim_torn_line, write_atomically
+from annotated_transformer.files import write_atomically
 from annotated_transformer.flops import (
     batch_lengths,
     peak_flops,
     planned_cost,
     training_flops,
 )
+from annotated_transformer.metrics import MetricsLog
 from annotated_transformer.model import count_parameters, make_model
 from annotated_transformer.optimization import (
     accumulate_gradients,
     label_smoothed_loss,
     make_optimizer,
     update_batches,
+)
+from annotated_transformer.processes import (
+    all_answering,
+    all_sum,
+    setup_distributed,
+    setup_group,
 )
 
 
@@ -71,53 +78,6 @@ def resolve_device(name: str) -> str:
             f"cuda:0 to cuda:{torch.cuda.device_count() - 1}"
         )
     return name
-
-
-def setup_distributed(device: str) -> tuple[int, int, str]:
-    """(rank, number of processes, device) of this process; torchrun's variables
-    start a process group."""
-    world = int(os.environ.get("WORLD_SIZE", "1"))
-    if world > 1 and not dist.is_initialized():
-        dist.init_process_group(backend="nccl" if device.startswith("cuda") else "gloo")
-    rank = dist.get_rank() if dist.is_initialized() else 0
-    if device.startswith("cuda") and world > 1:
-        device = f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}"
-        torch.cuda.set_device(device)
-    return rank, world, device
-
-
-def all_sum(values: list[float], device) -> list[float]:
-    """Each value summed over all processes (the values themselves with one process)."""
-    if not dist.is_initialized():
-        return values
-    t = torch.tensor([float(v) for v in values], dtype=torch.float64, device=device)
-    dist.all_reduce(t)
-    return t.tolist()
-
-
-class MetricsLog:
-    """Metrics as JSON lines in ``metrics.jsonl`` (and TensorBoard if installed)."""
-
-    def __init__(self, out_dir: Path, enabled: bool):
-        self.enabled, self.path, self.board = enabled, out_dir / "metrics.jsonl", None
-        if enabled:
-            # A line cut short by a crash must not get the next record glued onto it.
-            trim_torn_line(self.path)
-            try:
-                from torch.utils.tensorboard import SummaryWriter
-
-                self.board = SummaryWriter(str(out_dir / "tensorboard"))
-            except ImportError:
-                pass
-
-    def write(self, **record):
-        if not self.enabled:
-            return
-        append_line(self.path, json.dumps(record))
-        if self.board is not None:
-            for key, value in record.items():
-                if isinstance(value, (int, float)) and key != "step":
-                    self.board.add_scalar(key, value, record.get("step", 0))
 
 
 def load_splits(run: RunConfig, train: bool = True) -> tuple[list, list]:
@@ -230,16 +190,26 @@ class UpdateStream:
         )
         self.parts = world * run.accumulate  # micro-batches in one update
         self.budget = run.batch_tokens // self.parts  # tokens in one micro-batch
-        if self.budget < 1:
-            raise ValueError(
-                f"--batch-tokens {run.batch_tokens} cannot be split into {self.parts} "
-                "parts"
-            )
         self.lengths = data.pair_lengths(pairs)  # with <eos>, as the batches count
+        longest = max(max(self.lengths[0]), max(self.lengths[1]))
+        if self.budget < longest:  # a micro-batch holds at least the longest pair
+            raise ValueError(
+                f"--batch-tokens {run.batch_tokens} makes micro-batches of "
+                f"{self.budget} tokens ({self.parts} per update), fewer than the "
+                f"longest kept pair's {longest}: give --batch-tokens "
+                f"{longest * self.parts} or more, or a lower --max-sentence-tokens"
+            )
         self.batches = speed.batching(
             *self.lengths, self.budget, run.buckets, seed=run.seed
         )
         self.epoch, self.plan = -1, []
+        self.plan_epoch(0)
+        if not self.plan:
+            raise ValueError(
+                f"one update needs {self.parts} micro-batches of {self.budget} tokens, "
+                "but an epoch of the training data fills fewer: lower --accumulate or "
+                "--batch-tokens, or use fewer processes"
+            )
 
     def plan_epoch(self, epoch: int) -> None:
         # Planned once per epoch: sorting a large corpus takes seconds.
@@ -307,18 +277,60 @@ class Session:
             print(*args)
 
 
-def open_run(
-    model_config: TransformerConfig, run: RunConfig, rank: int, settings: dict
+def check_lengths(model_config: TransformerConfig, run: RunConfig) -> None:
+    """The positions of the model cover the longest sequence that training keeps."""
+    if model_config.max_len < run.max_sentence_tokens + 1:
+        raise ValueError(
+            f"--max-len {model_config.max_len} gives fewer positions than the "
+            f"{run.max_sentence_tokens + 1} of the longest sequence training keeps "
+            f"(--max-sentence-tokens {run.max_sentence_tokens} and an end token): "
+            "raise --max-len or lower --max-sentence-tokens"
+        )
+
+
+def first_data(
+    model_config: TransformerConfig,
+    run: RunConfig,
+    world: int,
+    vocab_path: Path,
+    splits: tuple,
 ):
-    """The run folder and the data of one process: the vocabulary, the training and
-    validation pairs, the folder's lock (rank 0) and the checkpoint to resume from."""
+    """Rank 0's vocabulary, stream of updates, validation pairs and vocabulary to
+    write. When they are refused (no pair kept, a batch too small for the longest pair)
+    and the run folder is new, the folder goes again: nothing of a run is in it yet,
+    only the token cache."""
+    out_dir, fresh = Path(run.out_dir), not Path(run.out_dir).exists()
+    try:
+        sp, train_pairs, valid_pairs, trained = prepare_data(
+            run, model_config.vocab_size, vocab_path, splits
+        )
+        return sp, UpdateStream(train_pairs, run, world, 0), valid_pairs, trained
+    except BaseException:
+        if fresh:
+            shutil.rmtree(out_dir, ignore_errors=True)
+        raise
+
+
+def open_run(
+    model_config: TransformerConfig,
+    run: RunConfig,
+    rank: int,
+    world: int,
+    settings: dict,
+):
+    """The run folder and the data of one process: the vocabulary, the training
+    pairs as a stream of updates, the validation pairs, the folder's lock (rank 0) and
+    the checkpoint to resume from."""
     out_dir = Path(run.out_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ValueError(f"--run {out_dir} is a file, not a run folder")
+    check_lengths(model_config, run)
     config = out_dir / "config.json"
     saved = read_json(config, CONFIG_REMEDY) if config.is_file() else None
     check_same_run(out_dir, saved, settings)
     # Nothing is written before every input has proved good: data loaded, vocabulary
-    # trained, pairs filtered. Only rank 0 reads the training text; the other processes
-    # map the token cache that it leaves.
+    # trained, pairs filtered, the batches planned. Only rank 0 reads the training
+    # text; the other processes map the token cache that it leaves.
     splits = load_splits(run, train=rank == 0)
     if rank == 0:
         vocab_name = data.vocab_file(splits[0], model_config.vocab_size)
@@ -329,8 +341,8 @@ def open_run(
     resume = (latest, load_checkpoint(latest)) if latest else None
     lock = None
     if rank == 0:
-        sp, train_pairs, valid_pairs, trained = prepare_data(
-            run, model_config.vocab_size, vocab_path, splits
+        sp, stream, valid_pairs, trained = first_data(
+            model_config, run, world, vocab_path, splits
         )
         lock = RunLock(out_dir)
         for path in remove_leftovers(out_dir):
@@ -341,8 +353,9 @@ def open_run(
             recorded = {**settings, "data": {"vocabulary": vocab_path.name}}
             write_atomically(config, json.dumps(recorded, indent=2))
     if dist.is_initialized():
-        # The other processes read the vocabulary and the token cache that rank 0 wrote.
-        dist.barrier()
+        # The other processes read the vocabulary and the token cache that rank 0
+        # wrote, however long it took to write them.
+        dist.barrier(group=setup_group())
     if rank != 0:
         vocab_name = run_vocabulary(out_dir, read_json(config, CONFIG_REMEDY))
         sp, train_pairs, valid_pairs, _ = prepare_data(
@@ -352,7 +365,8 @@ def open_run(
             splits,
             lambda *_: 0,
         )
-    return sp, train_pairs, valid_pairs, lock, resume
+        stream = UpdateStream(train_pairs, run, world, rank)
+    return sp, stream, valid_pairs, lock, resume
 
 
 def start(model_config: TransformerConfig, run: RunConfig) -> Session:
@@ -366,8 +380,8 @@ def start(model_config: TransformerConfig, run: RunConfig) -> Session:
         "world_size": world,
     }
     torch.manual_seed(run.seed)
-    sp, train_pairs, valid_pairs, lock, resume = open_run(
-        model_config, run, rank, settings
+    sp, stream, valid_pairs, lock, resume = open_run(
+        model_config, run, rank, world, settings
     )
     model_config = model_config.replace(
         fused_attention=on_gpu or model_config.fused_attention
@@ -398,7 +412,7 @@ def start(model_config: TransformerConfig, run: RunConfig) -> Session:
         settings,
         sp,
         valid_pairs,
-        UpdateStream(train_pairs, run, world, rank),
+        stream,
         model,
         ddp,
         optimizer,
@@ -414,8 +428,9 @@ def start(model_config: TransformerConfig, run: RunConfig) -> Session:
 
 def restore(s: Session) -> Position:
     """Continue from the run folder's newest checkpoint, read by ``start``; without one,
-    start at update 0."""
+    start at update 0. The metrics log is cut back to the update resumed from."""
     if s.resume is None:
+        s.log.cut_back(0)  # the lines of a start that saved no checkpoint
         return Position()
     (path, state), s.resume = s.resume, None  # once it is loaded, the copy can go
     s.model.load_state_dict(state["model"])
@@ -433,6 +448,7 @@ def restore(s: Session) -> Position:
             "the updates from here (tools/replay_compute.py: all)"
         )
     )
+    s.log.cut_back(state["step"])
     return Position(
         **{k: state[k] for k in Position.__dataclass_fields__ if k in state}
     )
@@ -617,20 +633,47 @@ def validate(s: Session, bar, step: int) -> None:
     )
 
 
+# Ctrl-C; what `kill`, `timeout`, SLURM and Kubernetes send; a closed terminal or SSH
+# session (Windows has no SIGHUP)
+STOP_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")
+
+
 class Interrupt:
-    """While active, Ctrl-C (SIGINT) asks the loop to save and stop instead of
-    killing it mid-update."""
+    """While active, each of the ``STOP_SIGNALS`` asks the loop to save and stop
+    instead of killing it mid-update. ``signal``: the first one that came, or None."""
 
     def __enter__(self):
-        self.requested = False
-        self.previous = signal.signal(signal.SIGINT, self.request)
+        self.signal = None
+        self.previous = {
+            number: signal.signal(number, self.request)
+            for number in (
+                getattr(signal, n) for n in STOP_SIGNALS if hasattr(signal, n)
+            )
+        }
         return self
 
-    def request(self, *_) -> None:
-        self.requested = True
+    def request(self, number, _frame) -> None:
+        self.signal = self.signal or signal.Signals(number)
+
+    @property
+    def requested(self) -> bool:
+        return self.signal is not None
 
     def __exit__(self, *_) -> None:
-        signal.signal(signal.SIGINT, self.previous)
+        for number, handler in self.previous.items():
+            signal.signal(number, handler)
+
+
+def check_update(update: dict, at: Position) -> None:
+    """Stop at once, saving nothing, when the loss of an update is not a number: the
+    weights it leaves are not worth keeping."""
+    if not math.isfinite(update["loss"]):
+        raise ValueError(
+            f"update {at.step}: the training loss is {update['loss']}, so training "
+            "stopped without saving this update (the run's last checkpoint is kept); a "
+            "learning rate too high for the model (--lr-factor, --warmup) is the usual "
+            "cause"
+        )
 
 
 def train(
@@ -639,6 +682,14 @@ def train(
     """Train (or resume) the run in ``run.out_dir``; return a summary. Safe to call
     again after a crash."""
     s = start(model_config, run)
+    try:
+        return train_session(s, run, progress)
+    finally:
+        if s.lock is not None:
+            s.lock.release()
+
+
+def train_session(s: Session, run: RunConfig, progress: bool) -> dict:
     at = restore(s)
     s.say(
         f"model: {count_parameters(s.model):,} parameters on {s.device}; "
@@ -666,9 +717,11 @@ def train(
         dynamic_ncols=True,
     )
     s.model.train()
-    with Interrupt() as interrupt, bar:
+    with Interrupt() as interrupt, bar, all_answering(s.world):
         while at.step < run.max_steps:
-            meter.add(at, train_step(s, at))
+            update = train_step(s, at)
+            check_update(update, at)
+            meter.add(at, update)
             bar.update(1)
             if at.step % run.log_every == 0 or at.step in (first + 1, run.max_steps):
                 log_update(
@@ -689,16 +742,15 @@ def train(
             save(s, at, scheduled=False)
     if interrupt.requested:
         s.say(
-            f"interrupted: saved update {at.step}; run the same command again to "
-            "continue"
+            f"interrupted by {interrupt.signal.name}: saved update {at.step}; run the "
+            "same command again to continue"
         )
-    if s.lock is not None:
-        s.lock.release()
     return {
         "model": s.model,
         "sp": s.sp,
         "step": at.step,
-        "interrupted": interrupt.requested,
+        # the signal's number, or 0
+        "interrupted": int(interrupt.signal or 0),
         "device": s.device,
         "rank": s.rank,
         "minutes": at.minutes,

@@ -18,7 +18,7 @@ from annotated_transformer.cli import (
     split_lines,
 )
 from annotated_transformer.decoding import translate_sentences
-from annotated_transformer.files import write_atomically
+from annotated_transformer.files import WriteError, write_atomically
 
 
 def translate_lines(args, model, sp, device, lines: list[str]) -> list[str]:
@@ -99,8 +99,10 @@ def build_parser() -> argparse.ArgumentParser:
 @command(parser=build_parser)
 def main(args: argparse.Namespace) -> int:
     try:
-        if args.input is not None and not args.input.is_file():
+        if args.input is not None and not args.input.exists():
             raise data.DataError(f"no input file {args.input}")
+        if args.input is not None and args.input.is_dir():
+            raise data.DataError(f"{args.input} is a folder; give a file to -i")
         if args.output is not None:
             check_writable(args.output)
         model, sp, _, paths, device = model_from_args(args)
@@ -124,11 +126,10 @@ def main(args: argparse.Namespace) -> int:
     if args.output:
         try:
             write_atomically(args.output, result)
-        except OSError as error:
+        except WriteError as error:
             sys.stdout.write(result)  # the translations are not lost
             print(
-                f"error: cannot write {args.output} ({error.strerror or error}); the "
-                "translations went to standard output instead",
+                f"error: {error}; the translations went to standard output instead",
                 file=sys.stderr,
             )
             return 2

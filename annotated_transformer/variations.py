@@ -16,6 +16,7 @@ from annotated_transformer import trainer
 from annotated_transformer.cli import (
     INTERRUPTED,
     add_progress_option,
+    check_writable,
     command,
     command_parser,
 )
@@ -27,6 +28,7 @@ from annotated_transformer.config import (
     RunConfig,
     TransformerConfig,
 )
+from annotated_transformer.data import DataError
 from annotated_transformer.files import append_line, trim_torn_line
 from annotated_transformer.model import count_parameters, make_model
 from annotated_transformer.scale import at_scale
@@ -60,13 +62,20 @@ def done_rows(results: Path) -> set:
     """(size, row, seed, updates, initialization) of every result already stored."""
     if not results.is_file():
         return set()
-    records = [
-        json.loads(line) for line in results.read_text().splitlines() if line.strip()
-    ]
-    return {
-        (r["size"], r["row"], r["seed"], r["updates"], r["model"].get("init", "xavier"))
-        for r in records
-    }
+    done = set()
+    for number, line in enumerate(results.read_text().splitlines(), 1):
+        try:
+            r = json.loads(line) if line.strip() else None
+            if r is not None:
+                init = r["model"].get("init", "xavier")
+                done.add((r["size"], r["row"], r["seed"], r["updates"], init))
+        except (ValueError, KeyError, TypeError, AttributeError) as error:
+            raise DataError(
+                f"{results} line {number} is not a result of this command "
+                f"({type(error).__name__}: {error}); remove that line (a row missing "
+                "from the file is trained again)"
+            ) from None
+    return done
 
 
 def run_row(
@@ -245,6 +254,7 @@ def main(args: argparse.Namespace) -> int:
             for row in args.rows
             for seed in (base_seeds if row == "base" else [0])
         ]
+        check_writable(args.results, "--results")
         # A line cut short by a crash is dropped, and its row trained again.
         trim_torn_line(args.results)
         done = done_rows(args.results)

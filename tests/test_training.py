@@ -282,7 +282,7 @@ def test_sigint_saves_before_exiting(text_corpus, tmp_path):
     process.send_signal(signal.SIGINT)
     output = "".join(lines) + process.communicate()[0]
     assert process.returncode == 130, output
-    assert "interrupted: saved update" in output
+    assert "interrupted by SIGINT: saved update" in output
     # a stop between scheduled checkpoints is not one of them...
     assert checkpoints(tmp_path) == []
     resume = latest_checkpoint(tmp_path)  # ...but its state is kept for resuming

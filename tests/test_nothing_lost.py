@@ -1,0 +1,627 @@
+"""Hostile but realistic use: outputs that are links, devices and pipes; numbers that
+are not numbers; signals from `kill`, `timeout` and a closed terminal; a full disk; a
+run read while it trains; torchrun; read-only folders.
+
+As in test_run_folder.py, each case checks the exit status, the one line said, and the
+files around the target before and after."""
+
+import contextlib
+import json
+import os
+import re
+import resource
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import threading
+import zipfile
+from pathlib import Path
+
+import pytest
+import torch
+from test_run_folder import _train, hashes, one_line_error
+
+from annotated_transformer import (
+    bundle,
+    checkpoints,
+    evaluate,
+    files,
+    metrics,
+    parsing,
+    train,
+    trainer,
+    translate,
+    variations,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def trained(text_corpus, tmp_path_factory) -> Path:
+    """A tiny run of 4 updates with checkpoints at 2 and 4, scored."""
+    run = tmp_path_factory.mktemp("trained") / "run"
+    assert train.main(_train(text_corpus, run, 4)) == 0
+    return run
+
+
+@pytest.fixture
+def run(trained, tmp_path) -> Path:
+    copy = tmp_path / "run"
+    shutil.copytree(trained, copy)
+    return copy
+
+
+def translate_args(run: Path, corpus: Path, *extra) -> list[str]:
+    return [
+        "--run",
+        str(run),
+        "-i",
+        str(corpus / "test.en"),
+        "--beam-size",
+        "1",
+        "--no-progress",
+        *extra,
+    ]
+
+
+def strict_json_lines(path: Path) -> list[dict]:
+    """The records of a JSON-lines file, refusing NaN and Infinity (not JSON)."""
+
+    def refuse(constant):
+        raise ValueError(f"{constant} in {path}")
+
+    return [
+        json.loads(line, parse_constant=refuse)
+        for line in path.read_text().split("\n")[:-1]
+    ]
+
+
+# 1. An output path is written, never replaced when it is not a file of ours.
+
+
+def test_an_output_link_writes_its_target_and_stays_a_link(run, text_corpus, tmp_path):
+    target = tmp_path / "real.de"
+    target.write_text("old\n")
+    link = tmp_path / "link.de"
+    link.symlink_to(target)
+    assert translate.main(translate_args(run, text_corpus, "-o", str(link))) == 0
+    assert link.is_symlink() and os.readlink(link) == str(target)
+    assert len(target.read_text().splitlines()) == 20
+
+
+def test_output_to_dev_stdout_prints_the_translations(run, text_corpus, capfd):
+    before = os.lstat("/dev/stdout")
+    assert translate.main(translate_args(run, text_corpus, "-o", "/dev/stdout")) == 0
+    assert len(capfd.readouterr().out.splitlines()) == 20
+    after = os.lstat("/dev/stdout")  # still the link it was, not a file put there
+    assert stat.S_ISLNK(after.st_mode) == stat.S_ISLNK(before.st_mode)
+    assert after.st_ino == before.st_ino
+
+
+def test_files_named_like_temporary_ones_are_left_alone(run, text_corpus, tmp_path):
+    (tmp_path / "keep.tmp").write_text("mine\n")
+    (tmp_path / "m.pt.tmp").write_text("mine too\n")
+    assert (
+        translate.main(translate_args(run, text_corpus, "-o", str(tmp_path / "keep")))
+        == 0
+    )
+    assert bundle.main(["--run", str(run), "-o", str(tmp_path / "m.pt")]) == 0
+    assert (tmp_path / "keep.tmp").read_text() == "mine\n"
+    assert (tmp_path / "m.pt.tmp").read_text() == "mine too\n"
+    # and the writes left nothing of their own behind
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "keep",
+        "keep.tmp",
+        "m.pt",
+        "m.pt.tmp",
+        "run",
+    ]
+
+
+def test_an_atomic_write_keeps_the_permissions_a_file_would_have(tmp_path):
+    fresh, private = tmp_path / "fresh.txt", tmp_path / "private.txt"
+    umask = os.umask(0o022)
+    try:
+        files.write_atomically(fresh, "a\n")
+        private.write_text("old\n")
+        private.chmod(0o600)
+        files.write_atomically(private, "new\n")
+    finally:
+        os.umask(umask)
+    assert stat.S_IMODE(fresh.stat().st_mode) == 0o644  # not mkstemp's 0o600
+    assert stat.S_IMODE(private.stat().st_mode) == 0o600
+    assert private.read_text() == "new\n"
+
+
+def test_named_pipes_can_be_read_and_written(run, text_corpus, tmp_path):
+    source, sink = tmp_path / "in.fifo", tmp_path / "out.fifo"
+    os.mkfifo(source)
+    os.mkfifo(sink)
+    text = (text_corpus / "test.en").read_text()
+    received = []
+
+    def feed():
+        with open(source, "w") as f:
+            f.write(text)
+
+    def drain():
+        with open(sink) as f:
+            received.append(f.read())
+
+    threads = [threading.Thread(target=feed), threading.Thread(target=drain)]
+    for thread in threads:
+        thread.start()
+    args = translate_args(run, text_corpus, "-o", str(sink))
+    args[args.index("-i") + 1] = str(source)
+    assert translate.main(args) == 0
+    for thread in threads:
+        thread.join()
+    assert len(received[0].splitlines()) == 20
+    assert stat.S_ISFIFO(sink.stat().st_mode)  # still a pipe
+
+
+# 2, 6, 8. Numbers that are not numbers, and options that fail only with the data or
+# the model, are refused before anything is written.
+
+
+@pytest.mark.parametrize(
+    "flag, value, says",
+    [
+        ("--lr-factor", "nan", "--lr-factor must be a finite number above 0, got nan"),
+        ("--lr-factor", "inf", "--lr-factor must be a finite number above 0, got inf"),
+        ("--alpha", "inf", "--alpha must be between 0 and 10, got inf"),
+        ("--alpha", "400", "--alpha must be between 0 and 10, got 400.0"),
+        ("--max-minutes", "nan", "--max-minutes must be a finite number of at least 0"),
+        (
+            "--save-every-minutes",
+            "nan",
+            "--save-every-minutes must be a finite number of at least 0",
+        ),
+        ("--seed", "99999999999999999999999", "--seed must be below 2**63"),
+        ("--batch-tokens", "1", "--batch-tokens 1 makes micro-batches of 1 tokens"),
+        ("--max-len", "8", "--max-len 8 gives fewer positions than the 129"),
+        ("--accumulate", "1000", "(1000 per update)"),
+    ],
+)
+def test_bad_numbers_are_refused_before_anything_is_written(
+    text_corpus, tmp_path, capsys, flag, value, says
+):
+    run = tmp_path / "run"
+    assert train.main(_train(text_corpus, run, 4, flag, value)) == 2
+    one_line_error(capsys, says)
+    assert not run.exists()
+
+
+def test_a_batch_too_small_for_the_longest_pair_says_the_size_needed(
+    text_corpus, tmp_path, capsys
+):
+    run = tmp_path / "run"
+    assert train.main(_train(text_corpus, run, 2, "--batch-tokens", "1")) == 2
+    needed = int(
+        re.search(r"give --batch-tokens (\d+) or more", capsys.readouterr().err)[1]
+    )
+    # one token fewer is refused, the number said is enough
+    assert (
+        train.main(_train(text_corpus, run, 2, "--batch-tokens", str(needed - 1))) == 2
+    )
+    assert not run.exists()
+    assert train.main(_train(text_corpus, run, 2, "--batch-tokens", str(needed))) == 0
+
+
+@pytest.mark.parametrize("flag, value", [("--max-len", "8"), ("--accumulate", "1000")])
+def test_a_corrected_option_is_not_locked_out(text_corpus, tmp_path, flag, value):
+    run = tmp_path / "run"
+    assert train.main(_train(text_corpus, run, 2, flag, value)) == 2
+    assert train.main(_train(text_corpus, run, 2)) == 0
+
+
+def test_decoding_numbers_are_refused_by_every_command(run, text_corpus, capsys):
+    before = hashes(run)
+    assert translate.main(translate_args(run, text_corpus, "--alpha", "nan")) == 2
+    one_line_error(capsys, "--alpha must be between 0 and 10, got nan")
+    assert evaluate.main(["--run", str(run), "--alpha", "inf"]) == 2
+    one_line_error(capsys, "--alpha must be between 0 and 10, got inf")
+    assert hashes(run) == before
+
+
+def test_a_loss_that_is_not_a_number_stops_the_run_and_saves_nothing(
+    text_corpus, tmp_path, capsys
+):
+    run = tmp_path / "run"
+    # a learning rate 1e30 times eq. 3's overflows the weights within a few updates
+    argv = _train(text_corpus, run, 40, "--lr-factor", "1e30", "--log-every", "1")
+    assert train.main(argv) == 2
+    err = one_line_error(capsys, "the training loss is ", "without saving this update")
+    stopped = int(re.search(r"update (\d+):", err)[1])
+    assert all(
+        checkpoints.step_of(p) < stopped for p in (run / "checkpoints").glob("*.pt")
+    )
+    records = strict_json_lines(run / "metrics.jsonl")
+    assert [r["step"] for r in records if "loss" in r] == list(range(1, stopped))
+
+
+def test_metrics_that_are_not_finite_are_written_as_null(tmp_path):
+    log = metrics.MetricsLog(tmp_path, enabled=True)
+    log.write(step=1, loss=float("inf"), source_entropy=[0.5, float("nan")])
+    (record,) = strict_json_lines(tmp_path / "metrics.jsonl")
+    assert record == {"step": 1, "loss": None, "source_entropy": [0.5, None]}
+
+
+# 3. SIGTERM and SIGHUP save like Ctrl-C; a resumed run logs each update once.
+
+
+def signal_at(monkeypatch, step: int, number: int) -> None:
+    """Send this process ``number`` during update ``step``, as `kill` would."""
+    real = trainer.train_step
+
+    def train_step(s, at):
+        update = real(s, at)
+        if at.step == step:
+            os.kill(os.getpid(), number)
+        return update
+
+    monkeypatch.setattr(trainer, "train_step", train_step)
+
+
+def update_steps(run: Path) -> list[int]:
+    return [r["step"] for r in strict_json_lines(run / "metrics.jsonl") if "loss" in r]
+
+
+def test_sigterm_saves_and_the_run_resumes_exactly(
+    text_corpus, tmp_path, monkeypatch, capsys
+):
+    schedule = ["--save-every", "10", "--log-every", "1", "--average", "1"]
+    whole, stopped = tmp_path / "whole", tmp_path / "stopped"
+    assert train.main(_train(text_corpus, whole, 30, *schedule)) == 0
+    signal_at(monkeypatch, 15, signal.SIGTERM)
+    assert train.main(_train(text_corpus, stopped, 30, *schedule)) == 143
+    assert "interrupted by SIGTERM: saved update 15" in capsys.readouterr().out
+    assert checkpoints.latest_checkpoint(stopped).name == "resume-0000015.pt"
+    monkeypatch.undo()
+    assert train.main(_train(text_corpus, stopped, 30, *schedule)) == 0
+    assert "resumed from" in capsys.readouterr().out
+    one = checkpoints.load_checkpoint(whole / "checkpoints" / "step-0000030.pt")
+    two = checkpoints.load_checkpoint(stopped / "checkpoints" / "step-0000030.pt")
+    for name, weight in one["model"].items():
+        assert torch.equal(two["model"][name], weight), name
+    assert update_steps(stopped) == list(range(1, 31))
+
+
+def test_sighup_saves_like_ctrl_c(text_corpus, tmp_path, monkeypatch, capsys):
+    run = tmp_path / "run"
+    signal_at(monkeypatch, 3, signal.SIGHUP)
+    assert train.main(_train(text_corpus, run, 30, "--save-every", "10")) == 129
+    assert "interrupted by SIGHUP: saved update 3" in capsys.readouterr().out
+    assert checkpoints.latest_checkpoint(run).name == "resume-0000003.pt"
+
+
+def test_a_run_killed_between_checkpoints_logs_its_lost_updates_once(
+    text_corpus, tmp_path, monkeypatch
+):
+    run = tmp_path / "run"
+    schedule = ["--save-every", "10", "--log-every", "1"]
+    signal_at(monkeypatch, 15, signal.SIGTERM)
+    assert train.main(_train(text_corpus, run, 20, *schedule)) == 143
+    monkeypatch.undo()
+    # as if killed with -9 at update 15: its log goes to 15, its last checkpoint is 10
+    (run / "checkpoints" / "resume-0000015.pt").unlink()
+    assert update_steps(run) == list(range(1, 16))
+    assert train.main(_train(text_corpus, run, 20, *schedule)) == 0
+    assert update_steps(run) == list(range(1, 21))
+    steps = [r["step"] for r in strict_json_lines(run / "metrics.jsonl")]
+    assert steps == sorted(steps)
+
+
+def torchrun(corpus: Path, run: Path, *extra) -> subprocess.Popen:
+    """Two CPU training processes under torchrun, with standard error in standard
+    output."""
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node=2",
+        "-m",
+        "annotated_transformer.train",
+        *_train(corpus, run, 100_000, "--log-every", "1", "--save-every", "100000"),
+        *extra,
+    ]
+    return subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "OMP_NUM_THREADS": "1", "AT_RANK_TIMEOUT_MINUTES": "0.1"},
+    )
+
+
+def read_until(process: subprocess.Popen, text: str, lines: list[str]) -> None:
+    """Read the process's output into ``lines`` until a line contains ``text``."""
+    while not lines or text not in lines[-1]:
+        lines.append(process.stdout.readline())
+        assert lines[-1], "".join(lines)  # the output ended first
+
+
+def test_sigterm_under_torchrun_saves_on_every_process(text_corpus, tmp_path):
+    process, lines = torchrun(text_corpus, tmp_path / "run"), []
+    read_until(process, "update 3/", lines)
+    process.send_signal(signal.SIGTERM)  # torchrun passes it on to both processes
+    output = "".join(lines) + process.communicate(timeout=300)[0]
+    assert "interrupted by SIGTERM: saved update" in output, output
+    (resume,) = (tmp_path / "run" / "checkpoints").glob("resume-*.pt")
+    assert len(checkpoints.load_checkpoint(resume)["rng"]) == 2  # both processes' state
+
+
+# 9. A process that stops answering ends the run in one line.
+
+
+def test_a_frozen_process_stops_the_others_with_one_line(text_corpus, tmp_path):
+    process, lines = torchrun(text_corpus, tmp_path / "run"), []
+    read_until(process, "update 3/", lines)
+    workers = subprocess.run(
+        ["pgrep", "-P", str(process.pid)], capture_output=True, text=True
+    ).stdout.split()
+    frozen = int(workers[-1])
+    os.kill(frozen, signal.SIGSTOP)
+    try:
+        read_until(process, "error:", lines)
+    finally:
+        with contextlib.suppress(ProcessLookupError):  # gone already
+            os.kill(frozen, signal.SIGKILL)
+        output = "".join(lines) + process.communicate(timeout=300)[0]
+    assert "another training process stopped answering, for 6 seconds" in lines[-1]
+    assert "the run's last checkpoint is kept" in lines[-1]
+    # the process that gave up printed no traceback (torchrun reports the failure)
+    assert not re.search(r"\[rank\d\]: Traceback", output), output
+
+
+# 7. torchrun takes --run for its own --run-path: the README names the folder with
+# --out-dir, which reaches the training command.
+
+
+def test_the_readmes_torchrun_line_reaches_the_training_command():
+    from torch.distributed.run import get_args_parser
+
+    readme = (ROOT / "README.md").read_text()
+    line = re.search(r"`(torchrun [^`]*)`", readme)[1]
+    assert "--out-dir DIR" in line and "--run " not in line
+    launcher = ["--nproc_per_node=2", "-m", "annotated_transformer.train"]
+    args = get_args_parser().parse_args([*launcher, "--out-dir", "runs/x"])
+    assert args.training_script_args == ["--out-dir", "runs/x"]
+    with pytest.raises(SystemExit):  # what the README warns of
+        get_args_parser().parse_args([*launcher, "--run", "runs/x"])
+
+
+# 4. A full disk is one line, and leaves no partial file and no empty folder.
+
+
+def with_file_limit(limit: int, module: str, *argv) -> subprocess.CompletedProcess:
+    """Run a command whose files may grow to ``limit`` bytes: a write beyond fails as
+    on a full disk (EFBIG instead of ENOSPC)."""
+
+    def limit_files():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    return subprocess.run(
+        [sys.executable, "-m", f"annotated_transformer.{module}", *argv],
+        preexec_fn=limit_files,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
+
+
+def last_error(result: subprocess.CompletedProcess, *expected: str) -> str:
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr, result.stderr
+    line = result.stderr.strip().splitlines()[-1]
+    assert line.startswith("error: cannot write "), line
+    for text in expected:
+        assert text in line, (text, line)
+    return line
+
+
+def leftovers(folder: Path) -> list[Path]:
+    return [p for p in folder.rglob("*") if p.name.endswith((".tmp", ".part"))]
+
+
+def test_a_full_disk_during_a_checkpoint_write(text_corpus, tmp_path):
+    run = tmp_path / "run"
+    # the vocabulary (about 240 kB) fits, a checkpoint (about 340 kB) does not
+    result = with_file_limit(300_000, "train", *_train(text_corpus, run, 4))
+    last_error(
+        result,
+        "checkpoints/step-0000002.pt",
+        "File too large; this process may not write",
+    )
+    assert not leftovers(run)
+    assert not (run / "checkpoints").exists()  # the folder the write made is gone
+
+
+def test_a_full_disk_while_the_token_cache_is_written(text_corpus, tmp_path):
+    run = tmp_path / "run"
+    result = with_file_limit(1000, "train", *_train(text_corpus, run, 4))
+    last_error(result, str(run / "tokens"), "File too large")
+    assert not run.exists()  # a new run folder with nothing of a run in it
+
+
+def test_a_full_disk_during_evaluate_leaves_no_eval_folder(run, tmp_path):
+    before = hashes(run)
+    result = with_file_limit(10, "evaluate", "--run", str(run), "--no-progress")
+    last_error(result, f"{run / 'eval'}/", ".beam4.alpha0.6.avg2.hyp", "File too large")
+    assert hashes(run) == before and not (run / "eval").exists()
+
+
+def test_a_full_disk_during_bundle_leaves_nothing(run, tmp_path):
+    before = hashes(run)
+    out = tmp_path / "models" / "m.pt"
+    result = with_file_limit(50_000, "bundle", "--run", str(run), "-o", str(out))
+    last_error(result, "m.pt", "File too large")
+    assert hashes(run) == before and not out.parent.exists()
+
+
+def test_a_write_into_a_full_device_is_one_error():
+    with pytest.raises(files.WriteError, match="cannot write /dev/full: No space left"):
+        files.write_atomically(Path("/dev/full"), "x" * 10_000)
+
+
+def test_bundle_checks_for_room_before_writing(run, tmp_path, monkeypatch, capsys):
+    class Disk:
+        free = 999
+
+    monkeypatch.setattr(files.shutil, "disk_usage", lambda path: Disk)
+    assert bundle.main(["--run", str(run), "-o", str(tmp_path / "m.pt")]) == 2
+    err = one_line_error(capsys, "m.pt: it needs about ", "which has 999 bytes")
+    assert re.search(r"it needs about \d+\.\d kB free", err)
+    assert not (tmp_path / "m.pt").exists()
+
+
+# 5. A checkpoint that a training run deletes while it is read.
+
+
+def test_a_checkpoint_rotated_away_while_read_is_replaced(
+    run, text_corpus, monkeypatch
+):
+    real, calls = checkpoints.run_weights, []
+
+    def rotated_once(*args):
+        calls.append(args)
+        paths = real(*args)
+        # the first listing names a checkpoint that training has deleted since
+        return (
+            [p.with_name("step-0000000.pt") for p in paths]
+            if len(calls) == 1
+            else paths
+        )
+
+    monkeypatch.setattr(checkpoints, "run_weights", rotated_once)
+    assert translate.main(translate_args(run, text_corpus)) == 0
+    assert len(calls) == 2
+
+
+def test_a_checkpoint_that_stays_gone_is_not_called_corrupt(
+    run, text_corpus, monkeypatch, capsys
+):
+    real = checkpoints.run_weights
+
+    def always_rotated(*args):
+        return [p.with_name("step-0000000.pt") for p in real(*args)]
+
+    monkeypatch.setattr(checkpoints, "run_weights", always_rotated)
+    before = hashes(run)
+    assert translate.main(translate_args(run, text_corpus)) == 2
+    err = one_line_error(
+        capsys, "step-0000000.pt", "a run that is still training deleted it"
+    )
+    assert "Delete it" not in err and "corrupt" not in err
+    assert hashes(run) == before
+
+
+# 8. Paths that are not what they should be.
+
+
+def test_a_run_that_is_a_file_is_refused(text_corpus, tmp_path, capsys):
+    not_a_folder = tmp_path / "notes.txt"
+    not_a_folder.write_text("mine\n")
+    assert train.main(_train(text_corpus, not_a_folder, 2)) == 2
+    one_line_error(capsys, f"--run {not_a_folder} is a file, not a run folder")
+    assert parsing.main(["--run", str(not_a_folder), "--no-progress"]) == 2
+    one_line_error(capsys, f"--run {not_a_folder} is a file, not a run folder")
+    assert not_a_folder.read_text() == "mine\n"
+
+
+def test_a_damaged_treebank_is_named(tmp_path, capsys):
+    (tmp_path / "ptb").mkdir()
+    zipped = tmp_path / "ptb" / "treebank.zip"
+    with zipfile.ZipFile(zipped, "w") as archive:
+        archive.writestr("wsj_0001.mrg", "( (S (NP (NN x))) )\n" * 50)
+    zipped.write_bytes(zipped.read_bytes()[:60])  # cut short
+    argv = [
+        "--run",
+        str(tmp_path / "parse"),
+        "--data-dir",
+        str(tmp_path),
+        "--no-progress",
+    ]
+    assert parsing.main(argv) == 2
+    one_line_error(capsys, f"{zipped} is damaged", "delete it")
+    assert not (tmp_path / "parse").exists()
+
+
+def test_parsing_with_a_bad_device_leaves_no_corpus(tmp_path, capsys):
+    argv = ["--run", str(tmp_path / "parse"), "--device", "tpu", "--no-progress"]
+    assert parsing.main(argv) == 2
+    one_line_error(capsys, "device 'tpu' is not one this package runs on")
+    assert not (tmp_path / "parse").exists()
+
+
+def test_variations_results_that_name_a_folder_are_refused(tmp_path, capsys):
+    argv = ["--rows", "base", "--seeds", "1", "--no-progress", "--runs", str(tmp_path)]
+    assert variations.main([*argv, "--results", str(tmp_path)]) == 2
+    one_line_error(
+        capsys, f"{tmp_path} is a folder; give the file to write with --results"
+    )
+    garbage = tmp_path / "rows.jsonl"
+    garbage.write_text("not json\n")
+    assert variations.main([*argv, "--results", str(garbage)]) == 2
+    one_line_error(capsys, f"{garbage} line 1 is not a result of this command")
+    assert garbage.read_text() == "not json\n"
+
+
+def test_bundle_names_the_file_after_the_run_folder(run, monkeypatch, capsys):
+    monkeypatch.chdir(run)
+    assert bundle.main(["--run", "."]) == 0
+    assert (run.parent / "run.pt").is_file()
+    monkeypatch.chdir(run / "checkpoints")
+    (run.parent / "run.pt").unlink()
+    assert bundle.main(["--run", ".."]) == 0
+    assert sorted(p.name for p in run.parent.glob("*pt")) == ["run.pt"]
+
+
+def make_read_only(folder: Path, read_only: bool = True) -> None:
+    """Make everything under ``folder`` unwritable (or writable again). Root ignores
+    permissions, so for root the files are made immutable instead."""
+    paths = [folder, *folder.rglob("*")]
+    if os.geteuid() == 0:
+        flag = "+i" if read_only else "-i"
+        done = subprocess.run(["chattr", "-R", flag, str(folder)], capture_output=True)
+        if done.returncode and read_only:
+            pytest.skip(f"root, and chattr cannot make files immutable here: {done}")
+        return
+    for path in paths if read_only else reversed(paths):
+        mode = (0o555 if path.is_dir() else 0o444) if read_only else 0o755
+        path.chmod(mode if path.is_dir() or read_only else 0o644)
+
+
+@pytest.fixture
+def read_only(run, text_corpus, tmp_path):
+    """A run and its corpus that cannot be written."""
+    top = tmp_path / "read-only"
+    shutil.copytree(run, top / "run")
+    shutil.copytree(text_corpus, top / "corpus")
+    make_read_only(top)
+    yield top
+    make_read_only(top, read_only=False)
+
+
+def test_evaluate_on_a_read_only_run_says_so_before_translating(
+    read_only, monkeypatch, capsys
+):
+    before = hashes(read_only)
+    monkeypatch.setattr(evaluate, "evaluate", pytest.fail)  # it must not translate
+    argv = ["--run", str(read_only / "run"), "--data-dir", str(read_only / "corpus")]
+    assert evaluate.main([*argv, "--no-progress"]) == 2
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert line.startswith(f"error: cannot write {read_only / 'run' / 'eval'}/"), line
+    assert hashes(read_only) == before
+
+
+def test_resuming_a_read_only_run_says_so(read_only, capsys):
+    before = hashes(read_only)
+    assert train.main(_train(read_only / "corpus", read_only / "run", 6)) == 2
+    one_line_error(capsys, f"cannot write {read_only / 'run' / 'train.lock'}: ")
+    assert hashes(read_only) == before
