@@ -82,6 +82,8 @@ class TransformerConfig:
                 raise ValueError(
                     f"{option(name)} must be a positive integer, got {value!r}"
                 )
+        if self.max_len > 2**16:  # sentences, not books: the table has a row each
+            raise ValueError(f"--max-len must be at most 65536, got {self.max_len}")
         for name in ("d_k", "d_v"):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int) or value < 1):
@@ -202,6 +204,8 @@ class DecodeConfig:
                     f"{option(name)} must be an integer of at least {least}, got "
                     f"{value!r}"
                 )
+        if self.beam_size > 1000:  # far past where a wider beam changes anything
+            raise ValueError(f"--beam-size must be at most 1000, got {self.beam_size}")
         # α beyond 10 makes no further difference (§6.1 uses 0.6) and overflows a float
         if not 0 <= self.alpha <= 10:
             raise ValueError(f"--alpha must be between 0 and 10, got {self.alpha!r}")
@@ -317,10 +321,11 @@ class RunConfig:
                 )
         if self.seed >= 2**63:  # the random-number generators take 64-bit seeds
             raise ValueError(f"--seed must be below 2**63, got {self.seed}")
-        # finite numbers: a comparison alone lets NaN through
-        if not (math.isfinite(self.lr_factor) and self.lr_factor > 0):
+        # finite numbers (a comparison alone lets NaN through); a learning rate a
+        # thousand times eq. 3's is already far past any that trains
+        if not 0 < self.lr_factor <= 1000:
             raise ValueError(
-                f"--lr-factor must be a finite number above 0, got {self.lr_factor!r}"
+                f"--lr-factor must be above 0 and at most 1000, got {self.lr_factor!r}"
             )
         for name in ("max_minutes", "save_every_minutes"):
             value = getattr(self, name)

@@ -50,7 +50,8 @@ def bucket_lengths(lengths: Sequence[int], buckets: int) -> list[int]:
         [[-1] * len(values)],
     )
     # one bucket more: the last one at values[j], the one before at values[i]
-    for _ in range(buckets - 1):
+    # (more buckets than distinct lengths cannot help)
+    for _ in range(min(buckets, len(values)) - 1):
         # back[j] == j: no better with one bucket more
         step, back = cost[:], list(range(len(values)))
         for j, v in enumerate(values):

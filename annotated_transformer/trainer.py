@@ -690,6 +690,8 @@ def train(
 
 
 def train_session(s: Session, run: RunConfig, progress: bool) -> dict:
+    """One session of a run: from its newest checkpoint to ``max_steps``, a stop
+    signal or the time limit."""
     at = restore(s)
     s.say(
         f"model: {count_parameters(s.model):,} parameters on {s.device}; "

@@ -30,6 +30,7 @@ from annotated_transformer import (
     files,
     metrics,
     parsing,
+    speed,
     train,
     trainer,
     translate,
@@ -170,8 +171,10 @@ def test_named_pipes_can_be_read_and_written(run, text_corpus, tmp_path):
 @pytest.mark.parametrize(
     "flag, value, says",
     [
-        ("--lr-factor", "nan", "--lr-factor must be a finite number above 0, got nan"),
-        ("--lr-factor", "inf", "--lr-factor must be a finite number above 0, got inf"),
+        ("--lr-factor", "nan", "--lr-factor must be above 0 and at most 1000, got nan"),
+        ("--lr-factor", "inf", "--lr-factor must be above 0 and at most 1000, got inf"),
+        # beyond what a float32 learning rate holds
+        ("--lr-factor", "1e300", "--lr-factor must be above 0 and at most 1000"),
         ("--alpha", "inf", "--alpha must be between 0 and 10, got inf"),
         ("--alpha", "400", "--alpha must be between 0 and 10, got 400.0"),
         ("--max-minutes", "nan", "--max-minutes must be a finite number of at least 0"),
@@ -181,6 +184,8 @@ def test_named_pipes_can_be_read_and_written(run, text_corpus, tmp_path):
             "--save-every-minutes must be a finite number of at least 0",
         ),
         ("--seed", "99999999999999999999999", "--seed must be below 2**63"),
+        ("--max-len", "99999999999999999999999", "--max-len must be at most 65536"),
+        ("--beam-size", "99999999999999999999999", "--beam-size must be at most 1000"),
         ("--batch-tokens", "1", "--batch-tokens 1 makes micro-batches of 1 tokens"),
         ("--max-len", "8", "--max-len 8 gives fewer positions than the 129"),
         ("--accumulate", "1000", "(1000 per update)"),
@@ -193,6 +198,13 @@ def test_bad_numbers_are_refused_before_anything_is_written(
     assert train.main(_train(text_corpus, run, 4, flag, value)) == 2
     one_line_error(capsys, says)
     assert not run.exists()
+
+
+def test_more_buckets_than_lengths_are_as_many_buckets_as_lengths():
+    lengths = [3, 3, 5, 9, 9, 9, 12]
+    every = speed.bucket_lengths(lengths, 4)
+    assert every == [3, 5, 9, 12]  # no padding at all
+    assert speed.bucket_lengths(lengths, 10**20) == every  # at once, not 10**20 rounds
 
 
 def test_a_batch_too_small_for_the_longest_pair_says_the_size_needed(
@@ -228,19 +240,24 @@ def test_decoding_numbers_are_refused_by_every_command(run, text_corpus, capsys)
 
 
 def test_a_loss_that_is_not_a_number_stops_the_run_and_saves_nothing(
-    text_corpus, tmp_path, capsys
+    text_corpus, tmp_path, monkeypatch, capsys
 ):
-    run = tmp_path / "run"
-    # a learning rate 1e30 times eq. 3's overflows the weights within a few updates
-    argv = _train(text_corpus, run, 40, "--lr-factor", "1e30", "--log-every", "1")
-    assert train.main(argv) == 2
-    err = one_line_error(capsys, "the training loss is ", "without saving this update")
-    stopped = int(re.search(r"update (\d+):", err)[1])
-    assert all(
-        checkpoints.step_of(p) < stopped for p in (run / "checkpoints").glob("*.pt")
+    run, real, updates = tmp_path / "run", trainer.accumulate_gradients, []
+
+    def overflowing(*args):  # update 3's loss overflows, as in a diverging run
+        updates.append(real(*args))
+        return float("nan") if len(updates) == 3 else updates[-1]
+
+    monkeypatch.setattr(trainer, "accumulate_gradients", overflowing)
+    assert train.main(_train(text_corpus, run, 10, "--log-every", "1")) == 2
+    one_line_error(
+        capsys,
+        "update 3: the training loss is nan, so training stopped without saving this "
+        "update (the run's last checkpoint is kept)",
     )
-    records = strict_json_lines(run / "metrics.jsonl")
-    assert [r["step"] for r in records if "loss" in r] == list(range(1, stopped))
+    saved = sorted(p.name for p in (run / "checkpoints").iterdir())
+    assert saved == ["step-0000002.pt"]
+    assert update_steps(run) == [1, 2]
 
 
 def test_metrics_that_are_not_finite_are_written_as_null(tmp_path):
