@@ -4,6 +4,7 @@
 """Run-folder files (§5.2, §6.1): checkpoints and records, written atomically,
 read safely, averaged."""
 
+import contextlib
 import json
 import os
 import re
@@ -64,14 +65,21 @@ def save_checkpoint(path: Path, state: dict) -> None:
     write_atomically(path, lambda f: torch.save(state, f))
 
 
-def load_checkpoint(path: Path) -> dict:
+def checkpoint_gone(path: Path) -> CheckpointGone:
+    return CheckpointGone(
+        f"no checkpoint at {path}: it was never there, or a run that is still "
+        "training deleted it (it keeps its newest --keep-checkpoints)"
+    )
+
+
+def load_checkpoint(path: Path, file=None) -> dict:
+    """The checkpoint at ``path``, read from ``file`` if it is open already."""
     try:
-        return torch.load(path, map_location="cpu", weights_only=True)
+        return torch.load(
+            path if file is None else file, map_location="cpu", weights_only=True
+        )
     except FileNotFoundError:
-        raise CheckpointGone(
-            f"no checkpoint at {path}: it was never there, or a run that is still "
-            "training deleted it (it keeps its newest --keep-checkpoints)"
-        ) from None
+        raise checkpoint_gone(path) from None
     except Exception as error:  # truncated zip, bad pickle, missing file: many kinds
         reason = (  # its first sentence
             re.split(r"(?<=\.)\s|\n", str(error).strip())[0].rstrip(".") or "no message"
@@ -314,6 +322,18 @@ def available_average(run: Path, wanted: int) -> int:
 MODEL_FILE_FORMAT = "annotated-transformer-model/1"
 
 
+@contextlib.contextmanager
+def opened(paths: list[Path]):
+    """The files at ``paths``, all opened at once: a run that is still training may
+    delete their names meanwhile, but an open file stays readable."""
+    with contextlib.ExitStack() as stack:
+        try:
+            files = [stack.enter_context(open(p, "rb")) for p in paths]
+        except FileNotFoundError as error:
+            raise checkpoint_gone(Path(error.filename)) from None
+        yield files
+
+
 def load_model(paths: list[Path], device: str = "cpu"):
     """The model (in eval mode, averaged over ``paths``), its vocabulary and the run's
     settings.
@@ -322,14 +342,17 @@ def load_model(paths: list[Path], device: str = "cpu"):
     ``bundle``."""
     import sentencepiece as spm
 
-    last = load_checkpoint(paths[-1])  # each file is read once
-    settings = last["settings"]
-    config = TransformerConfig(**settings["model"]).replace(
-        fused_attention=device.startswith("cuda")
-    )
-    model = make_model(config)
-    earlier = (load_checkpoint(p)["model"] for p in paths[:-1])
-    model.load_state_dict(average_weights(chain([last["model"]], earlier)))
+    with opened(paths) as files:
+        last = load_checkpoint(paths[-1], files[-1])  # each file is read once
+        settings = last["settings"]
+        config = TransformerConfig(**settings["model"]).replace(
+            fused_attention=device.startswith("cuda")
+        )
+        model = make_model(config)
+        earlier = (
+            load_checkpoint(p, f)["model"] for p, f in zip(paths[:-1], files[:-1])
+        )
+        model.load_state_dict(average_weights(chain([last["model"]], earlier)))
     # the vocabulary travels inside the file
     if last.get("format") == MODEL_FILE_FORMAT:
         sp = spm.SentencePieceProcessor(
