@@ -113,12 +113,14 @@ def write_atomically(path: Path, content) -> None:
     if path.is_dir():
         raise WriteError(errno.EISDIR, f"cannot write {path}: it is a folder")
     if is_stream(path):
+        stream = None
         try:
             # appended: standard output sent to a file with >> keeps what it holds
-            with open(path, "ab") as stream:
+            with open(path, "ab") as raw:
+                stream = CountingFile(raw)
                 _write(stream, content)
         except OSError as error:
-            raise write_error(path, error) from None
+            raise write_error(path, error, stream.written if stream else 0) from None
         return
     path = Path(os.path.realpath(path))  # a link's target; the link stays as it is
     made = [p for p in (path.parent, *path.parent.parents) if not p.exists()]

@@ -481,6 +481,21 @@ def test_a_full_disk_during_bundle_leaves_nothing(run, tmp_path):
     assert hashes(run) == before and not out.parent.exists()
 
 
+def test_a_full_disk_when_the_test_translations_are_written(
+    text_corpus, tmp_path, capsys
+):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "test.hyp").symlink_to("/dev/full")  # a device that is always full
+    assert train.main(_train(text_corpus, run, 2)) == 2
+    one_line_error(
+        capsys,
+        f"cannot write {run / 'test.hyp'}: No space left on device (it needs more than",
+    )
+    assert not (run / "results.json").exists()
+    assert [p.name for p in (run / "checkpoints").iterdir()] == ["step-0000002.pt"]
+
+
 def test_a_write_into_a_full_device_is_one_error():
     with pytest.raises(files.WriteError, match="cannot write /dev/full: No space left"):
         files.write_atomically(Path("/dev/full"), "x" * 10_000)
