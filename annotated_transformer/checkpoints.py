@@ -80,7 +80,7 @@ def load_checkpoint(path: Path, file=None) -> dict:
         )
     except FileNotFoundError:
         raise checkpoint_gone(path) from None
-    except Exception as error:  # truncated zip, bad pickle, missing file: many kinds
+    except Exception as error:  # truncated zip, bad pickle: many kinds
         reason = (  # its first sentence
             re.split(r"(?<=\.)\s|\n", str(error).strip())[0].rstrip(".") or "no message"
         )
