@@ -16,7 +16,12 @@ from pathlib import Path
 import torch
 
 from annotated_transformer.config import TransformerConfig, option
-from annotated_transformer.files import check_room, write_atomically, write_error
+from annotated_transformer.files import (
+    check_room,
+    is_stream,
+    write_atomically,
+    write_error,
+)
 from annotated_transformer.model import make_model
 
 
@@ -31,12 +36,24 @@ class CheckpointGone(CheckpointError):
     its older ones."""
 
 
+# write_atomically's temporary files: .NAME.XXXXXXXX.tmp
+LEFTOVER = re.compile(r"\..+\.[a-z0-9_]{8}\.tmp")
+
+
 def remove_leftovers(out_dir: Path) -> list[Path]:
-    """Delete the ``*.tmp`` files that writes killed half-way left in a run folder."""
+    """Delete the temporary files that writes killed half-way left in a run folder:
+    write_atomically's anywhere in it, and the ``NAME.tmp`` of earlier versions in
+    checkpoints/ and vocab/, which hold only the run's own files."""
+    folders = [
+        (out_dir, False),
+        (out_dir / "checkpoints", True),
+        (out_dir / "vocab", True),
+    ]
     found = [
         p
-        for folder in (out_dir, out_dir / "checkpoints", out_dir / "vocab")
+        for folder, only_the_runs in folders
         for p in folder.glob("*.tmp")
+        if only_the_runs or LEFTOVER.fullmatch(p.name)
     ]
     for path in found:
         path.unlink()
@@ -421,8 +438,9 @@ def bundle_run(
     model, sp, settings, paths = load_run_model(run, average=average)
     result = {"checkpoints": [p.name for p in paths]}
     if out is not None:
-        weights = model.state_dict().values()
-        check_room(out, sum(w.numel() * w.element_size() for w in weights))
+        if not is_stream(out):  # tied weights are one tensor under several names
+            tensors = {w.data_ptr(): w for w in model.state_dict().values()}
+            check_room(out, sum(w.numel() * w.element_size() for w in tensors.values()))
         write_model_file(out, model, sp, settings, result["checkpoints"])
         result["megabytes"] = Path(out).stat().st_size / 2**20
     if ct2 is not None:

@@ -5,8 +5,10 @@
 atomically, logs appended a flushed line at a time, and a failed write (a full disk, a
 read-only folder) one error that names the file."""
 
+import contextlib
 import errno
 import os
+import re
 import shutil
 import stat
 import tempfile
@@ -86,12 +88,16 @@ class CountingFile:
         return n
 
 
+# names of an open file, which may lead to a regular file the shell opened (with >>)
+OPEN_FILE_NAMES = re.compile(r"/dev/(stdout|stderr|fd/\d+)|/proc/[^/]+/fd/\d+")
+
+
 def is_stream(path: Path) -> bool:
-    """A path to write into rather than replace: a device or a named pipe, or any name
-    under /dev or /proc (``/dev/stdout`` may lead to a file that the shell opened)."""
+    """A path to write into rather than replace: a device, a named pipe or a socket,
+    or a name of an open file such as ``/dev/stdout``."""
     path = Path(path).absolute()
     special = path.exists() and not path.is_file() and not path.is_dir()
-    return special or path.parts[1:2] in (("dev",), ("proc",))
+    return special or OPEN_FILE_NAMES.fullmatch(str(path)) is not None
 
 
 def _write(file, content) -> None:
@@ -119,8 +125,12 @@ def write_atomically(path: Path, content) -> None:
             with open(path, "ab") as raw:
                 stream = CountingFile(raw)
                 _write(stream, content)
-        except OSError as error:
-            raise write_error(path, error, stream.written if stream else 0) from None
+        except BaseException as error:
+            cause = stream.error if stream is not None and stream.error else error
+            if isinstance(cause, OSError):
+                written = stream.written if stream is not None else 0
+                raise write_error(path, cause, written) from None
+            raise
         return
     path = Path(os.path.realpath(path))  # a link's target; the link stays as it is
     made = [p for p in (path.parent, *path.parent.parents) if not p.exists()]
@@ -158,6 +168,12 @@ def write_atomically(path: Path, content) -> None:
 
 
 def current_umask() -> int:
+    """The process's umask, read where Linux shows it; elsewhere set and reset."""
+    status = Path("/proc/self/status")
+    if status.is_file():
+        for line in status.read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
     mask = os.umask(0)
     os.umask(mask)
     return mask
@@ -173,14 +189,17 @@ def append_line(path: Path, line: str) -> None:
     size = path.stat().st_size if path.is_file() else 0
     data = (line + "\n").encode("utf-8")
     try:
-        with open(path, "ab") as f:
+        f = open(path, "ab")
+    except OSError as error:  # a read-only log or folder: nothing written
+        raise write_error(path, error, len(data)) from None
+    try:
+        with f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
     except OSError as error:
-        if path.is_file():
-            with open(path, "r+b") as f:
-                f.truncate(size)
+        with contextlib.suppress(OSError), open(path, "r+b") as log:
+            log.truncate(size)
         raise write_error(path, error, len(data)) from None
 
 

@@ -251,8 +251,9 @@ def token_cache(
             try:
                 _encode_into(folder, sp, chunks, max_tokens, threads)
             except BaseException as error:  # a full disk, Ctrl-C: no part is left
-                for part in (*folder.glob("*.part"), *folder.glob("*.offsets")):
-                    part.unlink()
+                for part in ("*.part", "*.ids", "*.offsets"):
+                    for path in folder.glob(part):
+                        path.unlink()
                 if isinstance(error, OSError) and not isinstance(error, WriteError):
                     raise write_error(folder, error) from None
                 raise

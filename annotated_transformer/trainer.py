@@ -5,6 +5,7 @@
 
 import json
 import math
+import os
 import shutil
 import signal
 import time
@@ -644,16 +645,23 @@ class Interrupt:
 
     def __enter__(self):
         self.signal = None
+        numbers = [getattr(signal, n) for n in STOP_SIGNALS if hasattr(signal, n)]
         self.previous = {
             number: signal.signal(number, self.request)
-            for number in (
-                getattr(signal, n) for n in STOP_SIGNALS if hasattr(signal, n)
-            )
+            for number in numbers
+            # a signal ignored on purpose stays ignored: `nohup` ignores SIGHUP
+            if signal.getsignal(number) is not signal.SIG_IGN
         }
         return self
 
     def request(self, number, _frame) -> None:
         self.signal = self.signal or signal.Signals(number)
+        if number == getattr(signal, "SIGHUP", None):
+            # the terminal is gone: writing to it would fail, so what is said goes
+            # nowhere and the checkpoint is still saved
+            for stream in (1, 2):
+                if os.isatty(stream):
+                    os.dup2(os.open(os.devnull, os.O_WRONLY), stream)
 
     @property
     def requested(self) -> bool:

@@ -164,6 +164,24 @@ def test_named_pipes_can_be_read_and_written(run, text_corpus, tmp_path):
     assert stat.S_ISFIFO(sink.stat().st_mode)  # still a pipe
 
 
+def test_streams_are_devices_pipes_and_names_of_open_files(tmp_path):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    (tmp_path / "file").write_text("x\n")
+    for stream in ("/dev/stdout", "/dev/stderr", "/dev/fd/1", "/dev/null", fifo):
+        assert files.is_stream(Path(stream)), stream
+    # a regular file is replaced, wherever it is (a run folder in /dev/shm too)
+    for regular in (tmp_path / "file", tmp_path / "new", Path("/dev/shm/new.txt")):
+        assert not files.is_stream(regular), regular
+
+
+def test_a_log_that_cannot_be_opened_is_one_error_and_no_file(tmp_path):
+    log = tmp_path / "missing-folder" / "metrics.jsonl"
+    with pytest.raises(files.WriteError, match=f"cannot write {log}: No such file"):
+        files.append_line(log, "{}")
+    assert not log.parent.exists()
+
+
 # 2, 6, 8. Numbers that are not numbers, and options that fail only with the data or
 # the model, are refused before anything is written.
 
@@ -332,9 +350,20 @@ def test_a_run_killed_between_checkpoints_logs_its_lost_updates_once(
     assert steps == sorted(steps)
 
 
-def torchrun(corpus: Path, run: Path, *extra) -> subprocess.Popen:
-    """Two CPU training processes under torchrun, with standard error in standard
-    output."""
+def test_a_signal_ignored_on_purpose_stays_ignored():
+    previous = signal.signal(signal.SIGHUP, signal.SIG_IGN)  # as nohup does
+    try:
+        with trainer.Interrupt():
+            assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+            assert signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
+        assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGHUP, previous)
+
+
+def torchrun(corpus: Path, run: Path, minutes: str = "10") -> subprocess.Popen:
+    """Two CPU training processes under torchrun that wait ``minutes`` for each
+    other, with standard error in standard output."""
     command = [
         sys.executable,
         "-m",
@@ -344,14 +373,13 @@ def torchrun(corpus: Path, run: Path, *extra) -> subprocess.Popen:
         "-m",
         "annotated_transformer.train",
         *_train(corpus, run, 100_000, "--log-every", "1", "--save-every", "100000"),
-        *extra,
     ]
     return subprocess.Popen(
         command,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-        env={**os.environ, "OMP_NUM_THREADS": "1", "AT_RANK_TIMEOUT_MINUTES": "0.1"},
+        env={**os.environ, "OMP_NUM_THREADS": "1", "AT_RANK_TIMEOUT_MINUTES": minutes},
     )
 
 
@@ -376,7 +404,8 @@ def test_sigterm_under_torchrun_saves_on_every_process(text_corpus, tmp_path):
 
 
 def test_a_frozen_process_stops_the_others_with_one_line(text_corpus, tmp_path):
-    process, lines = torchrun(text_corpus, tmp_path / "run"), []
+    # 15 seconds: far longer than any update of this tiny model takes
+    process, lines = torchrun(text_corpus, tmp_path / "run", minutes="0.25"), []
     read_until(process, "update 3/", lines)
     workers = subprocess.run(
         ["pgrep", "-P", str(process.pid)], capture_output=True, text=True
@@ -389,7 +418,7 @@ def test_a_frozen_process_stops_the_others_with_one_line(text_corpus, tmp_path):
         with contextlib.suppress(ProcessLookupError):  # gone already
             os.kill(frozen, signal.SIGKILL)
         output = "".join(lines) + process.communicate(timeout=300)[0]
-    assert "another training process stopped answering, for 6 seconds" in lines[-1]
+    assert "another training process stopped answering, for 15 seconds" in lines[-1]
     assert "the run's last checkpoint is kept" in lines[-1]
     # the process that gave up printed no traceback (torchrun reports the failure)
     assert not re.search(r"\[rank\d\]: Traceback", output), output

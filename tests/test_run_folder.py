@@ -207,7 +207,7 @@ def test_checkpoint_writes_reach_the_disk(tmp_path, monkeypatch):
 def test_leftovers_of_killed_writes_are_removed_and_a_torn_log_line_is_cut(
     run, text_corpus, capsys
 ):
-    leftover = run / "checkpoints" / "step-0000006.pt.tmp"
+    leftover = run / "checkpoints" / ".step-0000006.pt.a1b2c3d4.tmp"
     leftover.write_bytes(b"half a checkpoint")
     with open(run / "metrics.jsonl", "a", encoding="utf-8") as f:
         f.write('{"step": 5, "loss": 3.1')  # a line cut off by kill -9
