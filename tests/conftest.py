@@ -3,6 +3,8 @@ and the options of a tiny training run on it."""
 
 import os
 import random
+import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -24,6 +26,34 @@ TINY_RUN = (
     "--corpus text --vocab-size 80 --n-layers 1 --d-model 32 --d-ff 64 --n-heads 2 "
     "--batch-tokens 300 --warmup 10 --valid-every 1000"
 ).split()
+
+# ... with checkpoints every 2 updates, the last 2 averaged, and plain progress lines
+TINY_SCHEDULED_RUN = [*TINY_RUN, "--save-every", "2", "--average", "2", "--no-progress"]
+
+# two CPU training processes under torchrun (followed by the training options)
+TORCHRUN_TRAIN = [
+    sys.executable,
+    "-m",
+    "torch.distributed.run",
+    "--standalone",
+    "--nproc_per_node=2",
+    "-m",
+    "annotated_transformer.train",
+]
+
+
+def train_argv(corpus: Path, run: Path, steps: int, *extra) -> list[str]:
+    """The options of a tiny scheduled run of ``steps`` updates on ``corpus``."""
+    return [
+        "--data-dir",
+        str(corpus),
+        "--out-dir",
+        str(run),
+        "--max-steps",
+        str(steps),
+        *TINY_SCHEDULED_RUN,
+        *extra,
+    ]
 
 
 def synthetic_pairs(n: int, seed: int) -> list[tuple[str, str]]:
@@ -65,3 +95,21 @@ def shared_data() -> Path:
     if not (path / "wmt14").is_dir():
         pytest.skip("AT_DATA_DIR does not point at a data directory with wmt14/")
     return path
+
+
+@pytest.fixture(scope="module")
+def finished_run(text_corpus, tmp_path_factory) -> Path:
+    """A tiny run trained for 4 updates (checkpoints at 2 and 4) and scored; each test
+    works on its own copy."""
+    from annotated_transformer import train
+
+    run = tmp_path_factory.mktemp("finished") / "run"
+    assert train.main(train_argv(text_corpus, run, 4)) == 0
+    return run
+
+
+@pytest.fixture
+def run(finished_run, tmp_path) -> Path:
+    copy = tmp_path / "run"
+    shutil.copytree(finished_run, copy)
+    return copy

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import sacrebleu.utils
-from conftest import TINY_RUN
+from conftest import train_argv
 
 from annotated_transformer import (
     benchmark,
@@ -31,28 +31,6 @@ from annotated_transformer import (
     visualize,
 )
 from annotated_transformer.config import RunConfig
-
-TINY = [
-    *TINY_RUN,
-    "--save-every",
-    "2",
-    "--average",
-    "2",
-    "--no-progress",
-]
-
-
-def _train(corpus: Path, run: Path, steps: int, *extra) -> list[str]:
-    return [
-        "--data-dir",
-        str(corpus),
-        "--out-dir",
-        str(run),
-        "--max-steps",
-        str(steps),
-        *TINY,
-        *extra,
-    ]
 
 
 def hashes(folder: Path) -> dict[str, str]:
@@ -73,21 +51,6 @@ def one_line_error(capsys, *expected: str) -> str:
     return err
 
 
-@pytest.fixture(scope="module")
-def finished_run(text_corpus, tmp_path_factory) -> Path:
-    """A tiny run trained for 4 updates and scored; each test works on its own copy."""
-    run = tmp_path_factory.mktemp("finished") / "run"
-    assert train.main(_train(text_corpus, run, 4)) == 0
-    return run
-
-
-@pytest.fixture
-def run(finished_run, tmp_path) -> Path:
-    copy = tmp_path / "run"
-    shutil.copytree(finished_run, copy)
-    return copy
-
-
 def test_resuming_with_changed_training_text_is_refused_and_changes_nothing(
     run, text_corpus, tmp_path, capsys
 ):
@@ -98,7 +61,7 @@ def test_resuming_with_changed_training_text_is_refused_and_changes_nothing(
         "a dog sees the small bird\n" + "".join(lines[1:]), encoding="utf-8"
     )
     before = hashes(run)
-    assert train.main(_train(changed, run, 8)) == 2
+    assert train.main(train_argv(changed, run, 8)) == 2
     err = one_line_error(
         capsys, f"{run} was started on other training data", "another --run"
     )
@@ -106,7 +69,7 @@ def test_resuming_with_changed_training_text_is_refused_and_changes_nothing(
     assert len(set(re.findall(r"\b[0-9a-f]{16}\b", err))) == 2
     assert hashes(run) == before
     # the run's own data: it goes on
-    assert train.main(_train(text_corpus, run, 6)) == 0
+    assert train.main(train_argv(text_corpus, run, 6)) == 0
     assert len(list((run / "vocab").glob("*.model"))) == 1
 
 
@@ -122,7 +85,7 @@ def test_a_run_without_a_recorded_fingerprint_is_judged_by_its_vocabulary(
         "ein hund\n" + (text_corpus / "train.de").read_text().split("\n", 1)[1]
     )
     before = hashes(run)
-    assert train.main(_train(changed, run, 8)) == 2
+    assert train.main(train_argv(changed, run, 8)) == 2
     one_line_error(capsys, "was started on other training data")
     assert hashes(run) == before
 
@@ -130,7 +93,7 @@ def test_a_run_without_a_recorded_fingerprint_is_judged_by_its_vocabulary(
 @pytest.mark.parametrize(
     "name, command, argv",
     [
-        ("config.json", train.main, lambda run, corpus: _train(corpus, run, 8)),
+        ("config.json", train.main, lambda run, corpus: train_argv(corpus, run, 8)),
         (
             "config.json",
             translate.main,
@@ -146,7 +109,7 @@ def test_a_run_without_a_recorded_fingerprint_is_judged_by_its_vocabulary(
             bundle.main,
             lambda run, corpus: ["--run", str(run), "-o", str(run.parent / "m.pt")],
         ),
-        ("results.json", train.main, lambda run, corpus: _train(corpus, run, 4)),
+        ("results.json", train.main, lambda run, corpus: train_argv(corpus, run, 4)),
     ],
 )
 def test_a_damaged_json_file_is_named_with_what_to_do(
@@ -165,7 +128,7 @@ def test_a_damaged_checkpoint_of_the_run_is_refused_before_anything_is_written(
 ):
     (run / "checkpoints" / "step-0000004.pt").write_bytes(b"x" * 100)
     before = hashes(run)
-    assert train.main(_train(text_corpus, run, 8)) == 2
+    assert train.main(train_argv(text_corpus, run, 8)) == 2
     one_line_error(
         capsys,
         "step-0000004.pt is truncated, corrupt or not a checkpoint",
@@ -211,7 +174,7 @@ def test_leftovers_of_killed_writes_are_removed_and_a_torn_log_line_is_cut(
     leftover.write_bytes(b"half a checkpoint")
     with open(run / "metrics.jsonl", "a", encoding="utf-8") as f:
         f.write('{"step": 5, "loss": 3.1')  # a line cut off by kill -9
-    assert train.main(_train(text_corpus, run, 6)) == 0
+    assert train.main(train_argv(text_corpus, run, 6)) == 0
     assert f"removed {leftover}" in capsys.readouterr().out
     assert not leftover.exists()
     records = [
@@ -225,7 +188,7 @@ def test_training_files_of_blank_lines_write_nothing(text_corpus, tmp_path, caps
     shutil.copytree(text_corpus, blank)
     for lang in ("en", "de"):
         (blank / f"train.{lang}").write_text("\n" * 50)
-    assert train.main(_train(blank, tmp_path / "run", 4)) == 2
+    assert train.main(train_argv(blank, tmp_path / "run", 4)) == 2
     one_line_error(
         capsys, "split under", "has no text: every line of both languages is blank"
     )
@@ -237,7 +200,7 @@ def test_training_files_of_blank_lines_write_nothing(text_corpus, tmp_path, caps
     [("--max-steps", "0"), ("--keep-checkpoints", "1"), ("--warmup", "-3")],
 )
 def test_bad_settings_name_the_option(text_corpus, tmp_path, capsys, flag, value):
-    assert train.main([*_train(text_corpus, tmp_path / "run", 4), flag, value]) == 2
+    assert train.main([*train_argv(text_corpus, tmp_path / "run", 4), flag, value]) == 2
     one_line_error(capsys, flag)
     assert not (tmp_path / "run").exists()
 
@@ -272,10 +235,10 @@ def _interrupt(*args, **kwargs):
         (
             train,
             "trainer.load_splits",
-            lambda run, corpus: _train(corpus, run.parent / "new", 4),
+            lambda run, corpus: train_argv(corpus, run.parent / "new", 4),
         ),
         # scoring after training
-        (train, "translate_and_score", lambda run, corpus: _train(corpus, run, 6)),
+        (train, "translate_and_score", lambda run, corpus: train_argv(corpus, run, 6)),
         (
             translate,
             "translate_lines",

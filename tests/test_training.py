@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import TINY_RUN
+from conftest import TINY_RUN, TORCHRUN_TRAIN
 
 from annotated_transformer import data, speed, train, trainer
 from annotated_transformer.checkpoints import (
@@ -307,16 +307,7 @@ def test_two_processes_match_one_process_with_the_same_global_batch(
     single = _cli(text_corpus, tmp_path / "one", *common, "--accumulate", "2")
     assert train.main(single) == 0
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    torchrun = [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--standalone",
-        "--nproc_per_node=2",
-        "-m",
-        "annotated_transformer.train",
-        *_cli(text_corpus, tmp_path / "two", *common),
-    ]
+    torchrun = [*TORCHRUN_TRAIN, *_cli(text_corpus, tmp_path / "two", *common)]
     # bounded by its 3 updates
     result = subprocess.run(torchrun, capture_output=True, text=True, env=env)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
