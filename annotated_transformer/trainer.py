@@ -182,7 +182,7 @@ class UpdateStream:
     """This process's micro-batches, update after update and epoch after epoch,
     from any position."""
 
-    def __init__(self, pairs, run: RunConfig, world: int, rank: int):
+    def __init__(self, pairs, run: RunConfig, world: int, rank: int, epoch: int = 0):
         self.pairs, self.world, self.rank, self.accumulate = (
             pairs,
             world,
@@ -204,7 +204,7 @@ class UpdateStream:
             *self.lengths, self.budget, run.buckets, seed=run.seed
         )
         self.epoch, self.plan = -1, []
-        self.plan_epoch(0)
+        self.plan_epoch(epoch)  # the epoch the run starts or resumes in, planned once
         if not self.plan:
             raise ValueError(
                 f"one update needs {self.parts} micro-batches of {self.budget} tokens, "
@@ -295,17 +295,19 @@ def first_data(
     world: int,
     vocab_path: Path,
     splits: tuple,
+    epoch: int,
 ):
-    """Rank 0's vocabulary, stream of updates, validation pairs and vocabulary to
-    write. When they are refused (no pair kept, a batch too small for the longest pair)
-    and the run folder is new, the folder goes again: nothing of a run is in it yet,
-    only the token cache."""
+    """Rank 0's vocabulary, stream of updates (from ``epoch``), validation pairs and
+    vocabulary to write. When they are refused (no pair kept, a batch too small for the
+    longest pair) and the run folder is new, the folder goes again: nothing of a run is
+    in it yet, only the token cache."""
     out_dir, fresh = Path(run.out_dir), not Path(run.out_dir).exists()
     try:
         sp, train_pairs, valid_pairs, trained = prepare_data(
             run, model_config.vocab_size, vocab_path, splits
         )
-        return sp, UpdateStream(train_pairs, run, world, 0), valid_pairs, trained
+        stream = UpdateStream(train_pairs, run, world, 0, epoch)
+        return sp, stream, valid_pairs, trained
     except BaseException:
         if fresh:
             shutil.rmtree(out_dir, ignore_errors=True)
@@ -340,10 +342,11 @@ def open_run(
     latest = latest_checkpoint(out_dir)
     # A damaged checkpoint is refused before any write.
     resume = (latest, load_checkpoint(latest)) if latest else None
+    epoch = resume[1].get("epoch", 0) if resume else 0
     lock = None
     if rank == 0:
         sp, stream, valid_pairs, trained = first_data(
-            model_config, run, world, vocab_path, splits
+            model_config, run, world, vocab_path, splits, epoch
         )
         lock = RunLock(out_dir)
         for path in remove_leftovers(out_dir):
@@ -366,7 +369,7 @@ def open_run(
             splits,
             lambda *_: 0,
         )
-        stream = UpdateStream(train_pairs, run, world, rank)
+        stream = UpdateStream(train_pairs, run, world, rank, epoch)
     return sp, stream, valid_pairs, lock, resume
 
 
