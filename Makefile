@@ -96,7 +96,7 @@ book: $(FULL)
 	AT_SCALE=$(AT_SCALE) $(BIN)/jupyter-book build . -W --keep-going
 
 book-check: $(FULL)
-	$(BIN)/python tools/check_offline_book.py
+	$(BIN)/python tools/check_offline_book.py --self-test
 
 clean:
 	rm -rf _build .pytest_cache

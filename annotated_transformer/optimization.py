@@ -26,7 +26,7 @@ def make_optimizer(
     """Adam(β1=0.9, β2=0.98, ε=1e-9) (§5.3) and a scheduler that applies eq. 3 per
     optimizer update.
 
-    fused: PyTorch's single-kernel Adam (the same update; the performance chapter
+    fused: PyTorch's single-kernel Adam (the same update; appendix A
     measures it)."""
     optimizer = torch.optim.Adam(
         model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9, fused=fused or None

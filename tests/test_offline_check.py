@@ -2,6 +2,7 @@
 missing from a page."""
 
 import importlib.util
+import json
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -44,11 +45,14 @@ def test_a_table_left_as_text_and_a_missing_table_are_problems():
     assert any("1 code cell(s) display a table" in p for p in problems)
 
 
+MEASURED_FINE = """<body data-pagetest='{"scrolls": [], "uncaptioned": []}'>"""
+
+
 def test_a_rendered_table_passes():
-    rendered = (
+    rendered = MEASURED_FINE + (
         '<div class="cell_output docutils container"><div><table><tr><th>a</th></tr>'
         "<tr><td>1</td></tr></table></div></div><table><tr><td>prose "
-        "table</td></tr></table>"
+        "table</td></tr></table></body>"
     )
     scan, problems = check.check_page(Path("x.html"), rendered, rendered, tables=1)
     assert scan.output_tables == 1
@@ -60,3 +64,22 @@ def test_every_page_of_the_table_of_contents_is_checked_by_default():
     assert chapters[0] == "00_preface"
     assert all((ROOT / "book" / f"{name}.md").is_file() for name in chapters)
     assert len(chapters) == len(list((ROOT / "book").glob("*.md")))
+
+
+def test_shown_glue_sideways_scrolls_and_uncaptioned_figures_are_problems():
+    measured = {
+        "scrolls": [{"tag": "pre", "width": 900, "box": 676, "text": "x = 1"}],
+        "uncaptioned": ["plt.show()"],
+    }
+    page = (
+        f"<body data-pagetest='{json.dumps(measured)}'><pre>glue(\"a\", 1)</pre>"
+        "<p>prose may name <code>glue(</code></p></body>"
+    )
+    scan, problems = check.check_page(Path("x.html"), page, page)
+    assert scan.glue_code == ['glue("a", 1)']
+    assert any(
+        "scrolls sideways at 1280 px (900 px in a 676 px box)" in p for p in problems
+    )
+    assert any("a figure without a caption" in p for p in problems)
+    _, problems = check.check_page(Path("x.html"), "<p>x</p>", "<p>x</p>")
+    assert problems == ["the page's measuring script did not run"]

@@ -81,3 +81,12 @@ def test_the_chapters_state_limits_as_facts_not_as_plans():
         if phrase in chapter.read_text(encoding="utf-8").lower()
     ]
     assert not found, found
+
+
+def test_the_readme_states_the_stored_chapter_times():
+    spec = importlib.util.spec_from_file_location(
+        "chapter_times", ROOT / "tools" / "chapter_times.py"
+    )
+    times = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(times)
+    assert times.summary() in (ROOT / "README.md").read_text()

@@ -17,8 +17,20 @@ scripts are given time to run, and the resulting DOM is inspected:
   be an HTML table in the page (as many as the chapter's source has cells that display
   one);
 - every attention explorer must have drawn lines, and must redraw when its head and
-  layer selectors change and show fewer lines while a word is hovered (a script added to
-  a copy of the page makes those changes and records what it saw).
+  layer selectors change and show fewer lines while a word is hovered;
+- nothing may scroll sideways in a 1280-pixel-wide window: no code block, output or
+  table may be wider than its box (each element that can scroll has its scroll width
+  compared with its client width);
+- no code shown on the page may call ``glue(`` (the cells that glue numbers into the
+  prose are to have their input removed);
+- every figure a cell draws must have a caption: the paragraph right after the cell
+  starts in italics (a figure inside a collapsed solution is captioned by the prose of
+  its dropdown).
+
+A script added to a copy of each page makes the explorers' changes and the measurements
+and records what it saw in the page. ``--self-test`` first renders a copy of a built
+page with a 130-column line added to its first code block, and fails unless the check
+reports it.
 """
 
 from __future__ import annotations
@@ -47,6 +59,32 @@ NO_NETWORK = [
     "--proxy-bypass-list=<-loopback>",
     "--host-resolver-rules=MAP * ~NOTFOUND",
 ]
+PAGE_TEST = """<script>
+window.addEventListener("load", () => setTimeout(() => {
+  const scrolls = [];
+  document.querySelectorAll("article *").forEach(el => {
+    const x = getComputedStyle(el).overflowX;
+    if ((x === "auto" || x === "scroll") && el.scrollWidth > el.clientWidth + 1) {
+      const text = (el.innerText || "").split("\\n").reduce(
+        (a, b) => (b.length > a.length ? b : a), "");
+      scrolls.push({tag: el.tagName.toLowerCase(), width: el.scrollWidth,
+                    box: el.clientWidth, text: text.slice(0, 60)});
+    }
+  });
+  const uncaptioned = [];
+  const figures = ".cell_output img, .cell_output .vega-embed";
+  document.querySelectorAll(figures).forEach(fig => {
+    const cell = fig.closest(".cell");
+    if (!cell || cell.classList.contains("tag_hide-cell")) return;
+    const next = cell.nextElementSibling;
+    const captioned = next && next.tagName === "P" && next.firstElementChild &&
+      next.firstElementChild.tagName === "EM" &&
+      next.textContent.trim().startsWith(next.firstElementChild.textContent.trim());
+    if (!captioned) uncaptioned.push((cell.innerText || "").trim().slice(0, 60));
+  });
+  document.body.dataset.pagetest = JSON.stringify({scrolls, uncaptioned});
+}, 200));
+</script>"""
 EXPLORER_TEST = """<script>
 window.addEventListener("load", () => setTimeout(() => {
   document.querySelectorAll(".at-explorer").forEach(root => {
@@ -76,18 +114,15 @@ HIDDEN_OUTPUT = {"remove-output", "remove-cell", "skip-execution"}
 
 def toc_chapters(root: Path = ROOT) -> list[str]:
     """The book's pages in the order of ``_toc.yml`` (the root, then every part's
-    chapters), without suffix."""
+    chapters, each followed by its sections), without suffix."""
     import yaml  # comes with jupyter-book, like jupytext below
 
     toc = yaml.safe_load((root / "_toc.yml").read_text())
-    files = [
-        toc["root"],
-        *(
-            c["file"]
-            for part in toc.get("parts", [toc])
-            for c in part.get("chapters", [])
-        ),
-    ]
+    files = [toc["root"]]
+    for part in toc.get("parts", [toc]):
+        for chapter in part.get("chapters", []):
+            files.append(chapter["file"])
+            files += [section["file"] for section in chapter.get("sections", [])]
     return [Path(f).name.removesuffix(".md") for f in files]
 
 
@@ -134,6 +169,9 @@ class PageScan(HTMLParser):
         # attention explorers: their drawn state and the self-test record
         self.explorers: list[dict] = []
         self.pipe_text: list[str] = []  # visible text that looks like a Markdown table
+        self.page_test: dict | None = None  # what PAGE_TEST measured in the page
+        self.glue_code: list[str] = []  # shown code that calls glue(
+        self._pre_depth = 0
         self.output_tables = 0  # HTML tables inside code-cell outputs
         # stack depth of the innermost open cell output (0: none)
         self._output_depth = 0
@@ -148,6 +186,10 @@ class PageScan(HTMLParser):
         self._stack.append(tag)
         if tag in self.SKIP:
             self._skip_depth += 1
+        if tag == "pre":
+            self._pre_depth += 1
+        if tag == "body" and attrs.get("data-pagetest"):
+            self.page_test = json.loads(attrs["data-pagetest"])
         if tag == "mjx-container":
             self.formulas += 1
         if tag == "script" and re.match(r"https?:", attrs.get("src") or ""):
@@ -186,6 +228,8 @@ class PageScan(HTMLParser):
     def handle_endtag(self, tag):
         if tag in self.SKIP and self._skip_depth:
             self._skip_depth -= 1
+        if tag == "pre" and self._pre_depth:
+            self._pre_depth -= 1
         while self._stack:
             if self._stack.pop() == tag:
                 break
@@ -193,6 +237,8 @@ class PageScan(HTMLParser):
             self._output_depth = 0
 
     def handle_data(self, data):
+        if self._pre_depth and "glue(" in data:
+            self.glue_code.append(" ".join(data.split())[:80])
         if not self._skip_depth and RAW_TEX.search(data):
             self.raw_tex.append(data.strip()[:80])
         if not self._skip_depth and PIPE_RULE.search(data):
@@ -227,6 +273,7 @@ def render(chromium: str, page: Path, screenshot: Path | None) -> str:
             *NO_NETWORK,
             f"--user-data-dir={profile}",
             "--virtual-time-budget=15000",
+            "--window-size=1280,2000",
         ]
         dom = subprocess.run(
             [*common, "--dump-dom", page.as_uri()],
@@ -243,7 +290,6 @@ def render(chromium: str, page: Path, screenshot: Path | None) -> str:
                 [
                     *common,
                     "--hide-scrollbars",
-                    "--window-size=1280,2000",
                     f"--screenshot={screenshot}",
                     page.as_uri(),
                 ],
@@ -298,6 +344,19 @@ def check_page(
         if not c["filled"]
     ]
     problems += explorer_problems(scan.explorers)
+    problems += [f"code that calls glue( is shown: {g!r}" for g in scan.glue_code[:5]]
+    if scan.page_test is None:
+        problems.append("the page's measuring script did not run")
+    else:
+        problems += [
+            f"a {s['tag']} scrolls sideways at 1280 px ({s['width']} px in a "
+            f"{s['box']} px box): {s['text']!r}"
+            for s in scan.page_test["scrolls"][:8]
+        ]
+        problems += [
+            f"a figure without a caption (no italic paragraph after its cell): {u!r}"
+            for u in scan.page_test["uncaptioned"][:5]
+        ]
     for src in scan.images:
         url = urlparse(src)
         if url.scheme in ("http", "https"):
@@ -314,6 +373,44 @@ def check_page(
             if "<path" not in target.read_text("utf-8"):
                 problems.append(f"chart has nothing drawn: {src}")
     return scan, problems
+
+
+def check_chapter(
+    chromium: str, page: Path, shot: Path | None = None, text: str | None = None
+) -> tuple[PageScan, list[str]]:
+    """Render a copy of ``page`` (or of ``text``, as if it were that page) beside it,
+    with the measuring scripts added, and check what it shows."""
+    text = page.read_text(encoding="utf-8") if text is None else text
+    scripts = PAGE_TEST + (EXPLORER_TEST if "at-explorer" in text else "")
+    tested = page.with_name(f".selftest-{page.name}")
+    tested.write_text(text.replace("</body>", scripts + "</body>"), encoding="utf-8")
+    try:
+        dom = render(chromium, tested, shot)
+    finally:
+        tested.unlink()
+    chapter_source = ROOT / "book" / f"{page.stem}.md"
+    tables = computed_tables(chapter_source) if chapter_source.is_file() else 0
+    return check_page(page, text, dom, tables)
+
+
+def self_test(chromium: str, html: Path, chapter: str) -> bool:
+    """The sideways-scroll check must fail on a built page whose first code block has a
+    130-column line."""
+    page = (html / "book" / f"{chapter}.html").resolve()
+    text = page.read_text(encoding="utf-8")
+    at = text.find("<pre")
+    at = text.find(">", at) + 1
+    wide = "# " + "w" * 128 + "\n"  # 130 columns
+    if at <= 0:
+        print(f"FAIL self-test: {chapter} has no code block to widen")
+        return False
+    _, problems = check_chapter(chromium, page, text=text[:at] + wide + text[at:])
+    caught = any("scrolls sideways" in p for p in problems)
+    print(
+        f"{'ok  ' if caught else 'FAIL'} self-test: a 130-column code line in "
+        f"{chapter} is {'reported' if caught else 'NOT reported'}"
+    )
+    return caught
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -340,6 +437,12 @@ def main(argv: list[str] | None = None) -> int:
         + ", ".join(BROWSERS)
         + " on PATH, or a usual install location)",
     )
+    parser.add_argument(
+        "--self-test",
+        action="store_true",
+        help="first check that a 130-column code line added to the first chapter's "
+        "first code block is reported",
+    )
     args = parser.parse_args(argv)
     if not args.chromium:
         parser.error(
@@ -352,6 +455,8 @@ def main(argv: list[str] | None = None) -> int:
         args.screenshots.mkdir(parents=True, exist_ok=True)
     args.chapters = args.chapters or toc_chapters()
     failed = False
+    if args.self_test:
+        failed |= not self_test(args.chromium, args.html, args.chapters[0])
     for chapter in args.chapters:
         page = (args.html / "book" / f"{chapter}.html").resolve()
         if not page.is_file():
@@ -362,22 +467,7 @@ def main(argv: list[str] | None = None) -> int:
             failed = True
             continue
         shot = args.screenshots / f"{chapter}.png" if args.screenshots else None
-        text = page.read_text(encoding="utf-8")
-        # render a copy beside the page with the explorer self-test added
-        if "at-explorer" in text:
-            tested = page.with_name(f".selftest-{page.name}")
-            tested.write_text(
-                text.replace("</body>", EXPLORER_TEST + "</body>"), encoding="utf-8"
-            )
-            try:
-                dom = render(args.chromium, tested, shot)
-            finally:
-                tested.unlink()
-        else:
-            dom = render(args.chromium, page, shot)
-        chapter_source = ROOT / "book" / f"{chapter}.md"
-        tables = computed_tables(chapter_source) if chapter_source.is_file() else 0
-        scan, problems = check_page(page, text, dom, tables)
+        scan, problems = check_chapter(args.chromium, page, shot)
         status = "FAIL" if problems else "ok  "
         explorers = (
             f", {len(scan.explorers)} attention explorer(s) tested"

@@ -1,0 +1,72 @@
+"""The default recipe's band: built from the stored seed runs, refused across recipes,
+and printed by `train` at each validation of a run of the band's recipe."""
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import train_argv
+
+from annotated_transformer import band, train
+
+MEASURED = Path(__file__).resolve().parents[1] / "book" / "measured"
+
+
+def stored_config(name: str) -> dict:
+    return json.loads((MEASURED / name / "config.json").read_text())
+
+
+def test_the_package_band_is_the_stored_seed_runs():
+    runs = band.stored_seed_runs(MEASURED)
+    assert band.stored_band() == json.loads(json.dumps(band.seed_band(runs)))
+    assert band.stored_band()["seeds"] == [
+        json.loads((run / "config.json").read_text())["run"]["seed"] for run in runs
+    ]
+
+
+def test_the_note_is_for_the_recipe_only():
+    stored = band.stored_band()
+    step = next(iter(stored["valid_nll"]))
+    losses = stored["valid_nll"][step]
+    config = stored_config("multi30k-en-de")
+    note = band.band_note(config, int(step), stored)
+    assert f"{min(losses):.3f}" in note and f"{max(losses):.3f}" in note
+    another_seed = {**config, "run": {**config["run"], "seed": 7, "out_dir": "x"}}
+    assert band.band_note(another_seed, int(step), stored) == note
+    wider = {**config, "model": {**config["model"], "d_model": 256}}
+    assert band.band_note(wider, int(step), stored) is None
+    assert band.band_note(config, int(step) + 1, stored) is None
+    assert band.band_note(config, int(step), None) is None
+
+
+def test_runs_of_other_recipes_make_no_band(tmp_path):
+    for name, lr in (("a", 0.5), ("b", 1.0)):
+        folder = tmp_path / name
+        folder.mkdir()
+        config = stored_config("multi30k-en-de")
+        config["run"]["lr_factor"] = lr
+        (folder / "config.json").write_text(json.dumps(config))
+        (folder / "metrics.jsonl").write_text("")
+        (folder / "results.json").write_text('{"bleu": 1.0}')
+    with pytest.raises(ValueError, match="another recipe"):
+        band.seed_band([tmp_path / "a", tmp_path / "b"])
+    assert band.main([str(tmp_path / "a"), str(tmp_path / "b"), "-o", "x.json"]) == 2
+
+
+def test_train_prints_the_band_of_its_recipe(
+    text_corpus, tmp_path, monkeypatch, capsys
+):
+    """A run whose recipe is the band's prints the band under each validation."""
+    run = tmp_path / "run"
+    argv = train_argv(text_corpus, run, 2, "--valid-every", "2")
+    assert train.main([*argv, "--max-steps", "1"]) == 0  # writes config.json
+    config = json.loads((run / "config.json").read_text())
+    fake = {"recipe": band.recipe(config), "valid_nll": {"2": [1.5, 2.5]}}
+    monkeypatch.setattr(band, "stored_band", lambda: fake)
+    monkeypatch.setattr("annotated_transformer.trainer.stored_band", lambda: fake)
+    capsys.readouterr()
+    assert train.main(argv) == 0
+    out = capsys.readouterr()
+    assert (
+        "stored seeds at update 2: validation loss 1.500 to 2.500" in out.out + out.err
+    )
