@@ -542,7 +542,9 @@ def explorer(sentences: list[SentenceAttention]) -> str:
         "__COLOURS__", colours
     )
     selects = "".join(
-        f'<label>{html.escape(n)} <select name="{n}"></select></label> '
+        # a long sentence in the list must not widen the page
+        f'<label>{html.escape(n)} <select name="{n}" style="max-width:36em">'
+        "</select></label> "
         for n in ("sentence", "kind", "layer", "head")
     )
     legend = "".join(
