@@ -317,7 +317,13 @@ def test_sigterm_saves_and_the_run_resumes_exactly(
 def test_sighup_saves_like_ctrl_c(text_corpus, tmp_path, monkeypatch, capsys):
     run = tmp_path / "run"
     signal_at(monkeypatch, 3, signal.SIGHUP)
-    assert train.main(train_argv(text_corpus, run, 30, "--save-every", "10")) == 129
+    # under nohup the tests inherit an ignored SIGHUP, which a run rightly keeps ignored
+    ignored = signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    try:
+        status = train.main(train_argv(text_corpus, run, 30, "--save-every", "10"))
+    finally:
+        signal.signal(signal.SIGHUP, ignored)
+    assert status == 129
     assert "interrupted by SIGHUP: saved update 3" in capsys.readouterr().out
     assert checkpoints.latest_checkpoint(run).name == "resume-0000003.pt"
 
