@@ -9,6 +9,7 @@ same recipe can be compared with them while it trains.
 """
 
 import argparse
+import functools
 import json
 import sys
 from importlib import resources
@@ -49,6 +50,7 @@ def seed_band(folders: list[Path]) -> dict:
     }
 
 
+@functools.cache  # read once: `train` asks at every validation
 def stored_band() -> dict | None:
     """The band stored with the package, or None when it holds none."""
     stored = resources.files("annotated_transformer") / BAND_FILE

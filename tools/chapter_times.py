@@ -50,12 +50,6 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", choices=("smoke", "laptop"), required=True)
     parser.add_argument("-o", "--output", type=Path, help="JSON file to write")
-    parser.add_argument(
-        "pages",
-        nargs="*",
-        help="time only these notebooks (book/NAME.ipynb) and merge their times into "
-        "the file (default: every page, replacing the file)",
-    )
     args = parser.parse_args(argv)
     output = args.output or ROOT / "book/measured/chapter-times" / f"{args.scale}.json"
     with tempfile.TemporaryDirectory() as folder:
@@ -67,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
                 "pytest",
                 "-q",
                 "--nbmake",
-                *(args.pages or ["book"]),
+                "book",
             ]
             + ["-p", "no:cacheprovider", f"--junitxml={report}"],
             cwd=ROOT,
@@ -77,8 +71,6 @@ def main(argv: list[str] | None = None) -> int:
             print(f"pytest exited with {status}: nothing stored", file=sys.stderr)
             return status
         times = chapter_seconds(report)
-    if args.pages:  # merged into what the file holds
-        times = {**json.loads(output.read_text())["seconds"], **times}
     commit = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"],
         cwd=ROOT,
