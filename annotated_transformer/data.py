@@ -13,6 +13,7 @@ import io
 import os
 import random
 import re
+import tarfile
 import urllib.request
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -373,7 +374,10 @@ MULTI30K_URL = (
 )
 MULTI30K_SPLITS = {"train": "train", "valid": "val", "test": "test_2016_flickr"}
 WMT14_TEST = {"dev": ("wmt13", "newstest2013"), "test": ("wmt14/full", "newstest2014")}
-CORPORA = ("multi30k", "wmt14", "text")
+EUROPARL_URL = "https://www.statmt.org/europarl/v7/de-en.tgz"
+# The figure model's text: the first 20,000 pairs, the last 1,000 of them held out.
+EUROPARL_FIRST, EUROPARL_VALID = 20_000, 1_000
+CORPORA = ("multi30k", "wmt14", "europarl", "text")
 
 
 def _first_existing(candidates: Iterable[tuple[Path, ...]]):
@@ -547,6 +551,56 @@ def load_wmt14(split: str, src: str, tgt: str, data_dir: Path) -> list[tuple[str
     return read_parallel(*found)
 
 
+def _europarl_files(data_dir: Path, first_only: bool) -> tuple[Path, Path]:
+    """The English and German files of Europarl v7 DE-EN: the sample of its first
+    20,000 pairs when that is all a split needs and it is there, else the whole corpus,
+    downloaded from statmt.org (190 MB) and unpacked the first time."""
+    sample = data_dir / "europarl-v7-sample"
+    if first_only and (sample / "train.en.gz").is_file():
+        return sample / "train.en.gz", sample / "train.de.gz"
+    root = data_dir / "europarl-v7"
+    files = root / "europarl-v7.de-en.en", root / "europarl-v7.de-en.de"
+    if not all(f.is_file() for f in files):
+        archive = root / "de-en.tgz"
+        try:
+            if not archive.is_file():
+                _download(EUROPARL_URL, archive)
+            with tarfile.open(archive) as tar:
+                for f in files:
+                    member = tar.getmember(f.name)
+                    with tar.extractfile(member) as src, open(f, "wb") as out:
+                        out.write(src.read())
+        except (OSError, KeyError, tarfile.TarError) as error:
+            raise DataError(
+                f"Europarl v7 is not under {root} and could not be downloaded "
+                f"({error}). Download {EUROPARL_URL} and unpack its "
+                f"europarl-v7.de-en.en and .de into {root}"
+            ) from None
+    return files
+
+
+def load_europarl(split: str, src: str, tgt: str, data_dir: Path):
+    """Europarl v7 DE-EN, parliament proceedings. ``train`` and ``valid`` are the
+    first 20,000 pairs less their last 1,000, and those 1,000; ``full`` is the whole
+    corpus (1.9 million pairs) less the same 1,000."""
+    if {src, tgt} != {"en", "de"}:
+        raise DataError("the Europarl corpus here is DE-EN only")
+    if split not in ("train", "valid", "full"):
+        raise DataError(f"Europarl has the splits train, valid and full, not {split!r}")
+    en, de = _europarl_files(data_dir, first_only=split != "full")
+    pairs = read_parallel(en, de)
+    if len(pairs) < EUROPARL_FIRST:
+        raise DataError(f"{en} has {len(pairs):,} lines, fewer than {EUROPARL_FIRST:,}")
+    held_out = slice(EUROPARL_FIRST - EUROPARL_VALID, EUROPARL_FIRST)
+    if split == "valid":
+        pairs = pairs[held_out]
+    elif split == "train":
+        pairs = pairs[: held_out.start]
+    else:
+        pairs = pairs[: held_out.start] + pairs[held_out.stop :]
+    return pairs if src == "en" else [(b, a) for a, b in pairs]
+
+
 def load_text(split: str, src: str, tgt: str, data_dir: Path) -> list[tuple[str, str]]:
     """Any corpus as ``{split}.{lang}`` files (gzipped or not) in the data directory."""
     for suffix in ("", ".gz"):
@@ -565,9 +619,15 @@ def load_text(split: str, src: str, tgt: str, data_dir: Path) -> list[tuple[str,
 def load_pairs(
     corpus: str, split: str, src: str, tgt: str, data_dir: Path | None = None
 ) -> list[tuple[str, str]]:
-    """Sentence pairs of one split of a corpus: ``multi30k``, ``wmt14`` or ``text``."""
+    """Sentence pairs of one split of a corpus: ``multi30k``, ``wmt14``, ``europarl``
+    or ``text``."""
     data_dir = Path(data_dir) if data_dir else default_data_dir()
-    loaders = {"multi30k": load_multi30k, "wmt14": load_wmt14, "text": load_text}
+    loaders = {
+        "multi30k": load_multi30k,
+        "wmt14": load_wmt14,
+        "europarl": load_europarl,
+        "text": load_text,
+    }
     if corpus not in loaders:
         raise DataError(
             f"unknown corpus {corpus!r}; choose one of: {', '.join(CORPORA)}"

@@ -10,7 +10,7 @@ import sys
 import typing
 from pathlib import Path
 
-from annotated_transformer import trainer
+from annotated_transformer import data, trainer
 from annotated_transformer.checkpoints import read_json
 from annotated_transformer.cli import add_progress_option, command, command_parser
 from annotated_transformer.config import (
@@ -37,7 +37,7 @@ METAVARS = {
     "test_split": "SPLIT",
 }
 CHOICES = {
-    "corpus": ("multi30k", "wmt14", "text"),
+    "corpus": data.CORPORA,
     "positional": ("sinusoidal", "learned"),
 }
 

@@ -138,9 +138,15 @@ def capture(
     )
 
 
+def is_punctuation(label: str) -> bool:
+    """A piece or word made of punctuation only, such as "," or "." or "▁-"."""
+    text = label.replace("▁", "")
+    return bool(text) and not any(c.isalnum() for c in text)
+
+
 def word_spans(pieces: list[str]) -> list[tuple[int, int]]:
-    """(start, end) of each word: a piece starting with ▁, or a special token,
-    begins a new word."""
+    """(start, end) of each word: a piece starting with ▁, a special token, or a
+    piece of punctuation begins a new word."""
     starts = [
         i
         for i, p in enumerate(pieces)
@@ -148,6 +154,7 @@ def word_spans(pieces: list[str]) -> list[tuple[int, int]]:
         or p.startswith("▁")
         or p in ("<s>", "</s>")
         or pieces[i - 1] in ("<s>", "</s>")
+        or is_punctuation(p)
     ]
     return list(zip(starts, starts[1:] + [len(pieces)]))
 
@@ -270,6 +277,23 @@ def default_layer(n_layers: int) -> int:
     return max(n_layers - 1, 1)
 
 
+def head_legend(ax, heads: list[int], fontsize: float) -> None:
+    """A legend of the heads' colours, under the drawing."""
+    handles = [
+        plt.Line2D([], [], color=head_colour(h), lw=2, label=f"head {h}") for h in heads
+    ]
+    ax.legend(
+        handles=handles,
+        loc="upper center",
+        bbox_to_anchor=(0.5, 0.0),
+        ncol=min(len(heads), 4),
+        fontsize=fontsize,
+        frameon=False,
+        handlelength=1.2,
+        columnspacing=1.0,
+    )
+
+
 def line_view(
     attn: SentenceAttention,
     kind: str = "encoder",
@@ -278,11 +302,12 @@ def line_view(
     queries: list[str] | None = None,
     ax=None,
     min_weight: float = 0.02,
+    fontsize: float = 11,
 ):
     """The paper's drawing: queries left, keys right, a line per (head, query, key).
 
     A line's opacity is its weight. ``layer`` defaults to the second-to-last, the
-    place of the paper's layer 5 of 6.
+    place of the paper's layer 5 of 6. Labels are ``fontsize`` points.
     """
     weights = attn.weights(kind)
     layer = pick(
@@ -298,8 +323,9 @@ def line_view(
         else [find_word(query_labels, q) for q in queries]
     )
     if ax is None:
+        rows_high = fontsize / 40  # inches per word: a line of text and some air
         _, ax = plt.subplots(
-            figsize=(4.2, 0.22 * max(len(query_labels), len(key_labels)) + 0.8)
+            figsize=(4.5, rows_high * max(len(query_labels), len(key_labels)) + 0.8)
         )
     for head in heads:
         colour = head_colour(head)
@@ -323,42 +349,68 @@ def line_view(
                 label.replace("▁", ""),
                 ha=align,
                 va="center",
-                fontsize=8,
+                fontsize=fontsize,
                 fontweight="bold" if bold else "normal",
             )
-    ax.set_xlim(-0.9, 1.9)
+    ax.set_xlim(-0.75, 1.75)
     ax.set_ylim(max(len(query_labels), len(key_labels)) - 0.5, -0.5)
     ax.axis("off")
     names = ", ".join(str(h) for h in heads) if len(heads) < weights.shape[1] else "all"
     ax.set_title(
         f"{KINDS[kind]}, layer {layer}, head{'s' if len(heads) > 1 else ''} {names}",
-        fontsize=9,
+        fontsize=fontsize,
     )
     if len(heads) > 1:  # which colour is which head
-        handles = [
-            plt.Line2D([], [], color=head_colour(h), lw=2, label=f"head {h}")
-            for h in heads
-        ]
-        ax.legend(
-            handles=handles,
-            loc="upper center",
-            bbox_to_anchor=(0.5, 0.0),
-            ncol=min(len(heads), 4),
-            fontsize=7,
-            frameon=False,
-            handlelength=1.2,
-            columnspacing=1.0,
-        )
+        head_legend(ax, heads, fontsize - 1)
     return ax
 
 
+PATTERNS = ("previous", "next", "clause end", "</s>")
+
+
+def pattern_keys(labels: list[str]) -> dict[str, dict[int, int]]:
+    """For each structural pattern, {query position: the key it names} in a
+    sentence's self-attention: the previous and the next token, the end of the clause
+    (the first punctuation mark or </s> after the query) and </s>. A query that is
+    </s> itself, or that has no such key, is left out."""
+    n = len(labels)
+    ends = [j for j, label in enumerate(labels) if is_punctuation(label)]
+    ends += [n - 1] if labels[-1] == "</s>" else []
+    words = [i for i, label in enumerate(labels) if label != "</s>"]
+    return {
+        "previous": {i: i - 1 for i in words if i > 0},
+        "next": {i: i + 1 for i in words if i + 1 < n},
+        "clause end": {
+            i: min(j for j in ends if j > i) for i in words if any(j > i for j in ends)
+        },
+        "</s>": {i: n - 1 for i in words} if labels[-1] == "</s>" else {},
+    }
+
+
+def pattern_shares(attn: SentenceAttention, kind: str = "encoder") -> dict:
+    """{pattern: (layer, head) array}: the mean weight that a query puts on the key
+    the pattern names (NaN where no query has one). Self-attention only."""
+    if kind == "cross":
+        raise ValueError("structural patterns are about self-attention, not cross")
+    weights = attn.weights(kind).astype(np.float64)  # (layer, head, query, key)
+    shares = {}
+    for pattern, keys in pattern_keys(attn.labels(kind)[1]).items():
+        if not keys:
+            shares[pattern] = np.full(weights.shape[:2], np.nan)
+            continue
+        queries, targets = zip(*keys.items())
+        shares[pattern] = weights[:, :, list(queries), list(targets)].mean(-1)
+    return shares
+
+
 def head_table(attn: SentenceAttention, kind: str = "encoder") -> list[dict]:
-    """Per (layer, head): mean attention distance, entropy and the shares on the
-    neighbours and on </s>."""
+    """Per (layer, head): mean attention distance, entropy and, for self-attention,
+    the share of each structural pattern."""
     weights = attn.weights(kind).astype(np.float64)  # (layer, head, query, key)
     n_q, n_k = weights.shape[-2:]
     distance = np.abs(np.arange(n_q)[:, None] - np.arange(n_k)[None, :])
     entropy = -(weights * np.log(np.clip(weights, 1e-12, None))).sum(-1).mean(-1)
+    shares = pattern_shares(attn, kind) if kind != "cross" else {}
     rows = []
     for layer, head in np.ndindex(*weights.shape[:2]):
         w = weights[layer, head]
@@ -368,11 +420,7 @@ def head_table(attn: SentenceAttention, kind: str = "encoder") -> list[dict]:
                 "head": head + 1,
                 "distance": float((w * distance).sum(-1).mean()),
                 "entropy": float(entropy[layer, head]),
-                "previous": float(np.diagonal(w, -1).sum() / max(n_q - 1, 1)),
-                "next": float(np.diagonal(w, 1).sum() / max(n_q - 1, 1)),
-                "eos": float(w[:, -1].mean())
-                if attn.labels(kind)[1][-1] == "</s>"
-                else float("nan"),
+                **{p: float(shares[p][layer, head]) for p in shares},
             }
         )
     return rows
@@ -397,54 +445,128 @@ def best_heads(scores: np.ndarray, n: int = 1) -> list[tuple[int, int]]:
     ]
 
 
+# (sentence word, query, keys) of each question; "its" asks twice.
+PAPER_QUESTIONS = {
+    "making → more difficult": ("making", "making", ["more", "difficult"]),
+    "its → Law": ("its", "its", ["Law"]),
+    "its → application": ("its", "its", ["application"]),
+}
+STRUCTURE_SHARE = 0.5  # a head follows a pattern when it puts this much on it
+
+
+def find_sentence(sentences: list[SentenceAttention], *words: str):
+    """The first sentence (merged into words) that holds all ``words``."""
+    for attn in map(word_level, sentences):
+        if all(w in attn.src_labels for w in words):
+            return attn
+    raise ValueError(
+        f"no stored sentence contains {' and '.join(map(repr, words))}: capture the "
+        "two sentences of book/measured/figure-sentences.txt"
+    )
+
+
+def best_of(scores: np.ndarray) -> dict:
+    layer, head = best_heads(scores)[0]
+    return {"layer": layer, "head": head, "weight": float(scores[layer - 1, head - 1])}
+
+
+def paper_figures(sentences: list[SentenceAttention], layer: int | None = None):
+    """The measurements behind Figures 3-5 in encoder self-attention of ``layer``
+    (from 1; default: the second-to-last), as a JSON-ready dict."""
+    making = find_sentence(sentences, "making", "more", "difficult")
+    law = find_sentence(sentences, "its", "Law", "application")
+    n_layers = making.encoder.shape[0]
+    layer = pick(
+        [default_layer(n_layers) if layer is None else layer], n_layers, "layer"
+    )[0]
+    record = {"layer": layer, "n_layers": n_layers, "n_heads": making.encoder.shape[1]}
+    for name, (word, query, keys) in PAPER_QUESTIONS.items():
+        attn = making if word == "making" else law
+        scores = weight_between(attn, query, keys)
+        record[name] = {
+            "sentence": attn.source,
+            "by_head": [round(float(w), 4) for w in scores[layer - 1]],
+            "best": best_of(scores[layer - 1 : layer]) | {"layer": layer},
+            "best_any_layer": best_of(scores),
+            "even_spread": len(keys) / len(attn.src_labels),
+        }
+    shares = pattern_shares(law)
+    record["structure"] = {
+        "sentence": law.source,
+        "by_head": {
+            p: [round(float(v), 4) for v in shares[p][layer - 1]] for p in PATTERNS
+        },
+        "heads": [
+            {"head": head + 1, "pattern": p, "share": float(shares[p][layer - 1, head])}
+            for head in range(record["n_heads"])
+            for p in PATTERNS
+            if shares[p][layer - 1, head] >= STRUCTURE_SHARE
+        ],
+    }
+    return record
+
+
 def grid_view(
     attn: SentenceAttention,
     kind: str = "encoder",
     layers: list[int] | None = None,
     heads: list[int] | None = None,
     size: float = 1.6,
+    columns: int | None = None,
+    fontsize: float = 6,
 ):
-    """Heatmaps of every chosen layer (rows) and head (columns): queries
-    vertical, keys horizontal."""
+    """Heatmaps of every chosen layer and head, queries vertical and keys horizontal:
+    one row per layer, or ``columns`` panels per row in reading order."""
     weights = attn.weights(kind)
     layers = pick(layers, weights.shape[0], "layer")
     heads = pick(heads, weights.shape[1], "head")
+    panels = [(layer, head) for layer in layers for head in heads]
+    columns = columns or len(heads)
+    n_rows = -(-len(panels) // columns)
     query_labels, key_labels = (
         list(map(lambda s: s.replace("▁", ""), ls)) for ls in attn.labels(kind)
     )
     fig, axes = plt.subplots(
-        len(layers),
-        len(heads),
-        figsize=(size * len(heads) + 1, size * len(layers) + 1),
+        n_rows,
+        columns,
+        figsize=(size * columns + 1, size * n_rows + 1),
         squeeze=False,
     )
-    for r, layer in enumerate(layers):
-        for c, head in enumerate(heads):
-            ax = axes[r][c]
-            ax.imshow(
-                weights[layer - 1, head - 1],
-                cmap="Blues",
-                vmin=0,
-                vmax=1,
-                aspect="auto",
-            )
-            ax.set_xticks(
-                range(len(key_labels)),
-                key_labels if r == len(layers) - 1 else [],
-                rotation=90,
-                fontsize=6,
-            )
-            ax.set_yticks(
-                range(len(query_labels)), query_labels if c == 0 else [], fontsize=6
-            )
-            ax.set_title(f"layer {layer}, head {head}", fontsize=7)
+    for k, ax in enumerate(axes.flat):
+        if k >= len(panels):
+            ax.axis("off")
+            continue
+        layer, head = panels[k]
+        r, c = divmod(k, columns)
+        ax.imshow(
+            weights[layer - 1, head - 1],
+            cmap="Blues",
+            vmin=0,
+            vmax=1,
+            aspect="auto",
+        )
+        lowest = k + columns >= len(panels)  # no panel below this one
+        ax.set_xticks(
+            range(len(key_labels)),
+            key_labels if lowest else [],
+            rotation=90,
+            fontsize=fontsize,
+        )
+        ax.set_yticks(
+            range(len(query_labels)),
+            query_labels if c == 0 else [],
+            fontsize=fontsize,
+        )
+        ax.set_title(f"layer {layer}, head {head}", fontsize=fontsize + 1)
     fig.supxlabel(
-        "keys (" + ("source" if kind != "decoder" else "target") + ")", fontsize=9
+        "keys (" + ("source" if kind != "decoder" else "target") + ")",
+        fontsize=fontsize + 3,
     )
     fig.supylabel(
-        "queries (" + ("source" if kind == "encoder" else "target") + ")", fontsize=9
+        "queries (" + ("source" if kind == "encoder" else "target") + ")",
+        fontsize=fontsize + 3,
     )
-    fig.suptitle(f"{KINDS[kind]}: {attn.source}", fontsize=9)
+    fig.suptitle(f"{KINDS[kind]}: {attn.source}", fontsize=fontsize + 3)
     fig.tight_layout()
     return fig
 
@@ -583,6 +705,34 @@ def numbers(text: str) -> list[int]:
     return result
 
 
+def add_output_arguments(parser: argparse.ArgumentParser) -> None:
+    """Where the drawing, the captured weights and the measurements go."""
+    parser.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        help="PNG, SVG or PDF for line and grid (by its ending), HTML for explorer",
+    )
+    parser.add_argument(
+        "--format",
+        choices=IMAGE_FORMATS,
+        help="image format of line and grid when -o has no ending of its own "
+        "(default: png; svg is a vector figure with its words as text, for slides "
+        "and papers)",
+    )
+    parser.add_argument(
+        "--measure",
+        type=Path,
+        help="write the measurements of the paper's Figures 3-5 (encoder, --layer or "
+        "the second-to-last) as JSON to this file",
+    )
+    parser.add_argument(
+        "--save",
+        type=Path,
+        help="capture every sentence of -i (or the sentence) into this .npz",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = command_parser(
         "visualize",
@@ -641,17 +791,7 @@ def build_parser() -> argparse.ArgumentParser:
         default="line",
         help="default: line",
     )
-    parser.add_argument(
-        "-o",
-        "--output",
-        type=Path,
-        help="PNG, SVG or PDF for line and grid, HTML for explorer",
-    )
-    parser.add_argument(
-        "--save",
-        type=Path,
-        help="capture every sentence of -i (or the sentence) into this .npz",
-    )
+    add_output_arguments(parser)
     add_model_arguments(parser, batches=False)  # one sentence is translated at a time
     return parser
 
@@ -730,6 +870,33 @@ def choose(args, sentences: list[SentenceAttention]) -> SentenceAttention:
     return sentences[0] if len(sentences) == 1 else sentences[args.index - 1]
 
 
+IMAGE_FORMATS = ("png", "svg", "pdf")
+
+
+def image_path(args) -> Path:
+    """Where a line or grid view goes: -o, else attention-VIEW.FORMAT; -o and
+    --format must agree."""
+    if args.view == "explorer":
+        if args.format is not None:
+            raise ValueError(
+                "--format is for the line and grid views; the explorer is HTML"
+            )
+        return args.output or Path("attention.html")
+    if args.output is None:
+        return Path(f"attention-{args.view}.{args.format or 'png'}")
+    ending = args.output.suffix.lower()[1:]
+    if not ending:
+        return args.output.with_suffix("." + (args.format or "png"))
+    if ending not in IMAGE_FORMATS:
+        raise ValueError(
+            f"-o {args.output}: a {args.view} view is written as "
+            f"{', '.join(IMAGE_FORMATS)}, not .{ending}"
+        )
+    if args.format not in (None, ending):
+        raise ValueError(f"-o {args.output} is .{ending} but --format is {args.format}")
+    return args.output
+
+
 def draw(args, sentences: list[SentenceAttention]) -> None:
     if args.view == "explorer":
         shown = [s if args.pieces else word_level(s) for s in sentences]
@@ -737,7 +904,7 @@ def draw(args, sentences: list[SentenceAttention]) -> None:
             "<!doctype html><meta "
             f'charset="utf-8"><title>attention</title>{explorer(shown)}'
         )
-        target = args.output or Path("attention.html")
+        target = image_path(args)
         target.write_text(page, encoding="utf-8")
         print(f"wrote {target}")
         return
@@ -753,8 +920,10 @@ def draw(args, sentences: list[SentenceAttention]) -> None:
             layers=None if args.layer is None else [args.layer],
             heads=args.heads,
         )
-    target = args.output or Path(f"attention-{args.view}.png")
-    fig.savefig(target, dpi=150, bbox_inches="tight")
+    target = image_path(args)
+    # An SVG keeps its words as text, to be edited and searched in slides and papers.
+    with plt.rc_context({"svg.fonttype": "none"}):
+        fig.savefig(target, dpi=150, bbox_inches="tight", format=target.suffix[1:])
     plt.close(fig)  # saved, not shown: a notebook would draw it again below the cell
     print(f"wrote {target}")
 
@@ -764,8 +933,20 @@ def main(args: argparse.Namespace) -> int:
     for path, option in ((args.output, "-o"), (args.save, "--save")):
         if path is not None:
             check_writable(path, option)  # before any work, as in translate
+    if args.output is not None or args.format is not None:
+        image_path(args)  # a clash of -o and --format is an error before any work
     sentences = sentences_from(args)
-    if args.save is None or args.output is not None:
+    if args.measure is not None:
+        # Measured on the stored float16 weights when they were just saved, so that
+        # the record is what the stored file says.
+        saved = load_attention(args.save)[0] if args.save else sentences
+        record = paper_figures(saved, args.layer)
+        write_atomically(
+            args.measure,
+            lambda f: f.write(json.dumps(record, indent=1).encode() + b"\n"),
+        )
+        print(f"wrote {args.measure}")
+    if (args.save is None and args.measure is None) or args.output is not None:
         draw(args, sentences)
     return 0
 

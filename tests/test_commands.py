@@ -628,3 +628,40 @@ def test_one_function_chooses_the_weights_of_a_run(trained_run):
         ValueError, match="one named --checkpoint has nothing to average"
     ):
         run_weights(trained_run, named, average=2)
+
+
+MEASURED = Path(__file__).parents[1] / "book" / "measured"
+
+
+@pytest.mark.parametrize(
+    "folder",
+    [
+        p.name
+        for p in sorted(MEASURED.glob("europarl-figure*"))
+        if (p / "config.json").is_file()
+    ]
+    + ["multi30k-figure"],
+)
+def test_a_stored_runs_readme_command_gives_its_stored_settings(folder, capsys):
+    """The command in the README of a run that chapter 15 or appendix F cites resolves
+    to the settings the run stored (fields that have been added to the settings since
+    are left out; so are the folders, which differ on every machine)."""
+    import re
+    import shlex
+
+    from annotated_transformer import train
+
+    stored = MEASURED / folder
+    readme = (stored / "README.md").read_text()
+    command = re.search(
+        r"python -m annotated_transformer\.train (.*?)\n\n", readme, re.S
+    ).group(1)
+    argv = shlex.split(command.replace("\\\n", " "))
+    assert train.main([*argv, "--print-config"]) == 0
+    resolved = json.loads(capsys.readouterr().out)
+    config = json.loads((stored / "config.json").read_text())
+    for part in ("model", "run"):
+        shared = (set(config[part]) & set(resolved[part])) - {"data_dir", "out_dir"}
+        assert {k: resolved[part][k] for k in shared} == {
+            k: config[part][k] for k in shared
+        }

@@ -154,8 +154,70 @@ def test_missing_corpus_offline_says_what_to_fetch(tmp_path, monkeypatch):
         load_pairs("wmt14", "test", "en", "de", tmp_path)
     with pytest.raises(DataError, match="wmt/wmt14"):
         load_pairs("wmt14", "train", "en", "de", tmp_path)
-    with pytest.raises(DataError, match="choose one of: multi30k, wmt14, text"):
+    with pytest.raises(DataError, match=r"statmt.org/europarl/v7/de-en.tgz"):
         load_pairs("europarl", "train", "en", "de", tmp_path)
+    with pytest.raises(
+        DataError, match="choose one of: multi30k, wmt14, europarl, text"
+    ):
+        load_pairs("iwslt", "train", "en", "de", tmp_path)
+
+
+def test_europarl_holds_out_the_last_thousand_of_its_first_twenty_thousand_pairs(
+    tmp_path, monkeypatch
+):
+    """The splits from the full corpus, unpacked from a small stand-in of statmt.org's
+    archive (tests never touch the network)."""
+    import io
+    import tarfile
+
+    n = data.EUROPARL_FIRST + 500
+    archive = io.BytesIO()
+    with tarfile.open(fileobj=archive, mode="w:gz") as tar:
+        for lang in ("en", "de"):
+            text = "".join(f"{lang} {i}\n" for i in range(n)).encode()
+            member = tarfile.TarInfo(f"europarl-v7.de-en.{lang}")
+            member.size = len(text)
+            tar.addfile(member, io.BytesIO(text))
+
+    def download(url, target):
+        assert url == data.EUROPARL_URL
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(archive.getvalue())
+
+    monkeypatch.setattr(data, "_download", download)
+    train = load_pairs("europarl", "train", "en", "de", tmp_path)
+    valid = load_pairs("europarl", "valid", "de", "en", tmp_path)
+    full = load_pairs("europarl", "full", "en", "de", tmp_path)
+    assert len(train) == 19_000 and train[0] == ("en 0", "de 0")
+    assert valid[0] == ("de 19000", "en 19000") and valid[-1] == (
+        "de 19999",
+        "en 19999",
+    )
+    assert len(full) == n - 1000 and ("en 19500", "de 19500") not in full
+    assert full[19_000] == ("en 20000", "de 20000")
+    with pytest.raises(DataError, match="splits train, valid and full, not 'test'"):
+        load_pairs("europarl", "test", "en", "de", tmp_path)
+    with pytest.raises(DataError, match="DE-EN only"):
+        load_pairs("europarl", "train", "en", "fr", tmp_path)
+
+
+def test_real_europarl_sample_gives_the_figure_models_splits(shared_data):
+    train = load_pairs("europarl", "train", "en", "de", shared_data)
+    valid = load_pairs("europarl", "valid", "en", "de", shared_data)
+    assert (len(train), len(valid)) == (19_000, 1_000)
+    assert train[0] == (
+        "Resumption of the session",
+        "Wiederaufnahme der Sitzungsperiode",
+    )
+    import gzip
+
+    sample = shared_data / "europarl-v7-sample"
+    lines = {
+        lang: gzip.open(sample / f"train.{lang}.gz", "rt").read().splitlines()
+        for lang in ("en", "de")
+    }
+    assert valid[0] == (lines["en"][19_000], lines["de"][19_000])
+    assert valid[-1] == (lines["en"][19_999], lines["de"][19_999])
 
 
 def test_real_wmt14_test_sets(shared_data):

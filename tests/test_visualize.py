@@ -173,6 +173,19 @@ def test_grid_view_puts_queries_down_and_keys_across():
     matplotlib.pyplot.close("all")
 
 
+def test_grid_view_wraps_its_panels_into_rows_of_columns():
+    attn = planted()
+    fig = visualize.grid_view(attn, "encoder", layers=[5, 6], heads=None, columns=4)
+    axes = np.array(fig.axes).reshape(4, 4)
+    assert axes[3, 0].get_title() == "layer 6, head 5"  # the 13th of 16 panels
+    assert np.allclose(axes[2, 1].images[0].get_array(), attn.encoder[5, 1])
+    assert [t.get_text() for t in axes[3, 3].get_xticklabels()] == [
+        p.replace("▁", "") for p in SOURCE
+    ]
+    assert not [t.get_text() for t in axes[2, 3].get_xticklabels() if t.get_text()]
+    matplotlib.pyplot.close("all")
+
+
 def test_explorer_embeds_oriented_data_and_loads_nothing():
     attn = visualize.word_level(planted())
     page = visualize.explorer([attn])
@@ -334,3 +347,99 @@ def test_a_damaged_or_foreign_stored_file_is_a_one_line_error(stored, tmp_path, 
             f"{path} is not a file of attention weights" in err
             and "Traceback" not in err
         )
+
+
+def test_punctuation_is_a_word_of_its_own():
+    pieces = ["▁more", "▁d", "iff", "icult", ".", "</s>"]
+    assert visualize.word_spans(pieces) == [(0, 1), (1, 4), (4, 5), (5, 6)]
+
+
+def law_sentence() -> SentenceAttention:
+    """The Figure 4 sentence in words, 6 layers x 8 heads of even rows, except: layer
+    5 head 2 sends 0.8 of "its" to "Law", head 4 looks at the previous word, head 6
+    at the end of the clause, and head 8 sends 0.3 of every word to </s>."""
+    words = "▁The ▁Law ▁will ▁be ▁just , ▁but ▁its ▁application ▁is ▁missing . </s>"
+    labels = words.split()
+    n = len(labels)
+    encoder = np.full((6, 8, n, n), 1 / n)
+    its, law = labels.index("▁its"), labels.index("▁Law")
+    encoder[4, 1, its] = 0.2 / (n - 1)
+    encoder[4, 1, its, law] = 0.8
+    encoder[4, 3] = np.eye(n, k=-1)
+    encoder[4, 3, 0, 0] = 1
+    ends = [labels.index(","), labels.index("."), n - 1]
+    encoder[4, 5] = 0
+    for i in range(n):
+        encoder[4, 5, i, min([j for j in ends if j > i] or [i])] = 1
+    encoder[4, 7] = 0.7 / (n - 1)
+    encoder[4, 7, :, -1] = 0.3
+    return SentenceAttention(
+        "The Law will be just, but its application is missing.",
+        "",
+        labels,
+        ["<s>"],
+        encoder,
+        np.ones((6, 8, 1, 1)),
+        np.full((6, 8, 1, n), 1 / n),
+    )
+
+
+def test_structural_shares_are_one_for_a_head_that_follows_its_pattern():
+    shares = visualize.pattern_shares(law_sentence())
+    assert shares["previous"][4, 3] == pytest.approx(1.0)
+    assert shares["clause end"][4, 5] == pytest.approx(1.0)
+    assert shares["</s>"][4, 7] == pytest.approx(0.3)
+    n = len(law_sentence().src_labels)
+    assert shares["next"][0, 0] == pytest.approx(1 / n)  # an even head: 1/n on each
+    with pytest.raises(ValueError, match="self-attention"):
+        visualize.pattern_shares(law_sentence(), "cross")
+
+
+def test_paper_figures_finds_the_planted_heads_in_the_layer_asked_for():
+    making = planted(layer=5, head=3, weight=0.9)
+    record = visualize.paper_figures([making, law_sentence()])
+    assert record["layer"] == 5 and record["n_heads"] == 8
+    assert record["its → Law"]["best"] == {"layer": 5, "head": 2, "weight": 0.8}
+    # '▁d' of "difficult" holds the planted 0.9; its other pieces and "more" share
+    # the rest with the other 5 keys
+    figure3 = record["making → more difficult"]["best"]
+    assert (figure3["layer"], figure3["head"]) == (5, 3)
+    assert figure3["weight"] == pytest.approx(0.9 + 3 * 0.1 / 8)
+    followed = {(h["head"], h["pattern"]) for h in record["structure"]["heads"]}
+    assert followed == {
+        (4, "previous"),
+        (6, "clause end"),
+    }  # head 8's 0.3 is too little
+    with pytest.raises(ValueError, match="no stored sentence contains"):
+        visualize.paper_figures([making])
+
+
+def test_command_writes_svg_with_words_as_text_and_the_measurements(tmp_path):
+    stored = tmp_path / "figures.npz"
+    visualize.save_attention(stored, [planted(), law_sentence()], {"command": "test"})
+    measured = tmp_path / "figures.json"
+    assert visualize.main(["--stored", str(stored), "--measure", str(measured)]) == 0
+    assert json.loads(measured.read_text()) == json.loads(
+        json.dumps(visualize.paper_figures(visualize.load_attention(stored)[0]))
+    )
+    svg = tmp_path / "figure4.svg"
+    argv = ["--stored", str(stored), "--index", "2", "--query", "its"]
+    assert visualize.main([*argv, "-o", str(svg)]) == 0
+    text = svg.read_text()
+    assert text.lstrip().startswith("<?xml") and "<svg" in text
+    assert ">application<" in text  # a word, not a drawn outline
+    assert visualize.main([*argv, "--format", "svg", "-o", str(tmp_path / "f")]) == 0
+    assert (tmp_path / "f.svg").read_text().count("<svg") == 1
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["-o", "x.svg", "--format", "png"], "-o x.svg is .svg but --format is png"),
+        (["-o", "x.jpg"], "not .jpg"),
+        (["--view", "explorer", "--format", "svg"], "the explorer is HTML"),
+    ],
+)
+def test_clashing_image_formats_are_one_line_errors(stored, argv, message, capsys):
+    assert visualize.main(["--stored", str(stored), *argv]) == 2
+    assert message in capsys.readouterr().err
