@@ -13,6 +13,7 @@ import io
 import os
 import random
 import re
+import shutil
 import tarfile
 import urllib.request
 from collections.abc import Iterable, Sequence
@@ -567,9 +568,13 @@ def _europarl_files(data_dir: Path, first_only: bool) -> tuple[Path, Path]:
                 _download(EUROPARL_URL, archive)
             with tarfile.open(archive) as tar:
                 for f in files:
-                    member = tar.getmember(f.name)
-                    with tar.extractfile(member) as src, open(f, "wb") as out:
-                        out.write(src.read())
+                    # Unpacked under a temporary name, so an interrupted run never
+                    # leaves a cut file that a later one would take for the corpus.
+                    part = f.with_suffix(f.suffix + ".part")
+                    with tar.extractfile(tar.getmember(f.name)) as src:
+                        with open(part, "wb") as out:
+                            shutil.copyfileobj(src, out)
+                    part.replace(f)
         except (OSError, KeyError, tarfile.TarError) as error:
             raise DataError(
                 f"Europarl v7 is not under {root} and could not be downloaded "
