@@ -9,25 +9,14 @@ same recipe can be compared with them while it trains.
 """
 
 import argparse
-import functools
 import json
 import sys
-from importlib import resources
 from pathlib import Path
 
-from annotated_transformer.checkpoints import AFTER_TRAINING
 from annotated_transformer.files import write_atomically
+from annotated_transformer.recipes import recipe
 
-BAND_FILE = "default_band.json"  # in the package, beside this module
 SEED_RUNS = ("multi30k-en-de", "multi30k-en-de-seed1", "multi30k-en-de-seed2")
-
-
-def recipe(config: dict) -> dict:
-    """What decides what a run trains, from its ``config.json`` contents: the model and
-    the run's settings, without the seed and the settings that may change on resume."""
-    config = json.loads(json.dumps(config))  # tuples become lists, as in the file
-    run = {k: v for k, v in config["run"].items() if k not in (*AFTER_TRAINING, "seed")}
-    return {"model": config["model"], "run": run}
 
 
 def seed_band(folders: list[Path]) -> dict:
@@ -48,29 +37,6 @@ def seed_band(folders: list[Path]) -> dict:
         "valid_nll": {k: v for k, v in losses.items() if len(v) == len(folders)},
         "bleu": [json.loads((f / "results.json").read_text())["bleu"] for f in folders],
     }
-
-
-@functools.cache  # read once: `train` asks at every validation
-def stored_band() -> dict | None:
-    """The band stored with the package, or None when it holds none."""
-    stored = resources.files("annotated_transformer") / BAND_FILE
-    return json.loads(stored.read_text()) if stored.is_file() else None
-
-
-def band_note(config: dict, step: int, band: dict | None) -> str | None:
-    """A line for a run of the band's recipe that validated at ``step``: the range of
-    the stored seeds' validation loss there. None for another recipe or update."""
-    if band is None or recipe(config) != band["recipe"]:
-        return None
-    losses = band["valid_nll"].get(str(step))
-    if not losses:
-        return None
-    if len(losses) == 1:
-        return f"  the default recipe's stored run at update {step}: {losses[0]:.3f}"
-    return (
-        f"  the default recipe's {len(losses)} stored seeds at update {step}: "
-        f"validation loss {min(losses):.3f} to {max(losses):.3f}"
-    )
 
 
 def stored_seed_runs(measured: Path) -> list[Path]:

@@ -21,7 +21,7 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
-from annotated_transformer import data, speed, trainer
+from annotated_transformer import corpora, data, devices, speed
 from annotated_transformer.attention import MultiHeadedAttention
 from annotated_transformer.cli import (
     add_decoding_options,
@@ -72,7 +72,7 @@ def real_batches(
     the WMT14 sample is too small for 37,000; longer pieces, so slightly longer
     sentences), which makes the lengths, the padding and the cost of attention those of
     real text; the batches are built as training builds them."""
-    pairs = data.load_pairs(corpus, split, "en", "de", data_dir)
+    pairs = corpora.load_pairs(corpus, split, "en", "de", data_dir)
     sp = data.train_shared_vocab(pairs, min(config.vocab_size, 8000), VOCABULARIES)
     encoded, _ = data.encode_pairs(sp, pairs, 256)
     batches = speed.batching(*data.pair_lengths(encoded), batch_tokens, buckets)
@@ -90,7 +90,7 @@ def benchmark_training(args) -> dict:
     """The ``train`` mode: every implementation in ``args.paths`` on the same real
     batches."""
     model_config, run = RUN_PRESETS[args.preset]
-    device = trainer.resolve_device(args.device)
+    device = devices.resolve_device(args.device)
     corpus, split = args.corpus or run.corpus, args.split or run.train_split
     if corpus == "wmt14" and split == "train" and not args.split:
         # the 10,000-pair sample holds the length distribution; the full corpus is 4.5M
@@ -105,8 +105,8 @@ def benchmark_training(args) -> dict:
         split,
         batch_tokens,
         warmup + args.steps,
-        args.data_dir,
-        args.buckets,
+        data_dir=args.data_dir,
+        buckets=args.buckets,
     )
     on_gpu = device.startswith("cuda")
     # measured once, before the runs
@@ -122,8 +122,8 @@ def benchmark_training(args) -> dict:
             batches,
             device,
             warmup,
-            args.bf16,
-            compiled,
+            bf16=args.bf16,
+            compile=compiled,
             profile=args.profile if (path, compiled) == ("fast", False) else 0,
         )
         # the peak of the precision it ran in
@@ -261,9 +261,9 @@ def step_decoder(sentence: str, sp, model=None, translator=None, device: str = "
             src.repeat(batch, 1),
             (src != data.PAD).unsqueeze(-2).repeat(batch, 1, 1),
             n,
-            data.BOS,
-            NEVER,
-            data.PAD,
+            bos=data.BOS,
+            eos=NEVER,
+            pad=data.PAD,
         )
     pieces = sp.encode(sentence, out_type=str)
     return lambda batch, n: translator.translate_batch(
@@ -385,7 +385,7 @@ def decoding_model(args, work: Path) -> tuple[Path, object, str]:
 
     if args.random_weights:
         model_config = RUN_PRESETS["multi30k"][0]
-        pairs = data.load_pairs("multi30k", "train", "en", "de", args.data_dir)
+        pairs = corpora.load_pairs("multi30k", "train", "en", "de", args.data_dir)
         sp = data.train_shared_vocab(pairs, model_config.vocab_size, VOCABULARIES)
         torch.manual_seed(0)
         model, settings, what = (
@@ -417,9 +417,9 @@ def benchmark_decoding(args) -> dict:
     set."""
     from annotated_transformer.scoring import TEST_SET_ALIASES, TEST_SETS
 
-    device = trainer.resolve_device(args.device)
+    device = devices.resolve_device(args.device)
     corpus, split = TEST_SETS[TEST_SET_ALIASES.get(args.test_set, args.test_set)]
-    pairs = data.load_pairs(corpus, split, "en", "de", args.data_dir)[
+    pairs = corpora.load_pairs(corpus, split, "en", "de", args.data_dir)[
         : args.limit or None
     ]
     sources, references = [s for s, _ in pairs], [t for _, t in pairs]
@@ -969,7 +969,7 @@ def benchmark_data(args) -> dict:
     """The ``data`` mode: a corpus of ``args.pairs`` pairs made from the WMT14 sample,
     encoded once into a token cache; then ``args.processes`` fresh processes map it at
     the same time, as training's would."""
-    sample = data.load_pairs("wmt14", "sample", "en", "de", args.data_dir)
+    sample = corpora.load_pairs("wmt14", "sample", "en", "de", args.data_dir)
     sp = data.train_shared_vocab(sample, args.vocab_size, VOCABULARIES)
     with tempfile.TemporaryDirectory(dir=args.work_dir) as work:
         folder = Path(work) / "cache"

@@ -204,20 +204,48 @@ class RunLock:
 
 def check_same_run(out_dir: Path, saved: dict | None, settings: dict) -> None:
     """Refuse to resume a run folder with other settings (that would mix two runs)."""
-    if saved is not None:
-        differs = [
-            option(k)
-            for part in ("model", "run")
-            for k in settings[part]
-            if saved.get(part, {}).get(k, ADDED_LATER.get(k)) != settings[part][k]
-            and k not in AFTER_TRAINING
-        ]
-        if differs:
-            raise ValueError(
-                f"{out_dir} holds a run with different settings "
-                f"({', '.join(differs)}); use another --run, or delete the folder to "
-                "start over"
-            )
+    if saved is None:
+        return
+    differs = [
+        option(k)
+        for part in ("model", "run")
+        for k in settings[part]
+        if saved.get(part, {}).get(k, ADDED_LATER.get(k)) != settings[part][k]
+        and k not in (*AFTER_TRAINING, "accumulate")
+    ]
+    if differs:
+        raise ValueError(
+            f"{out_dir} holds a run with different settings "
+            f"({', '.join(differs)}); use another --run, or delete the folder to "
+            "start over"
+        )
+    check_same_batch(out_dir, saved, settings)
+
+
+def check_same_batch(out_dir: Path, saved: dict, settings: dict) -> None:
+    """A run may resume on another number of processes, with another --accumulate,
+    when every update still has as many micro-batches: processes x accumulate. Its
+    micro-batches then hold the same tokens, and every update the same sentences."""
+
+    def layout(recorded: dict) -> tuple[int, int]:
+        return recorded.get("world_size", 1), recorded["run"].get("accumulate", 1)
+
+    (world, accumulate), (new_world, new_accumulate) = layout(saved), layout(settings)
+    parts = world * accumulate
+    if new_world * new_accumulate != parts:
+        tokens = settings["run"]["batch_tokens"]
+        remedy = (
+            f"--accumulate {parts // new_world}"
+            if parts % new_world == 0
+            else f"a number of processes that divides {parts}"
+        )
+        raise ValueError(
+            f"{out_dir} trains updates of {tokens:,} tokens = {world} process(es) x "
+            f"{accumulate} micro-batch(es) x {tokens // parts:,}; {new_world} x "
+            f"{new_accumulate} would cut them into micro-batches of "
+            f"{tokens // (new_world * new_accumulate):,} tokens and change every "
+            f"update's batch: resume with {remedy}"
+        )
 
 
 def run_vocabulary(

@@ -13,7 +13,7 @@ import tempfile
 from dataclasses import fields
 from pathlib import Path
 
-from annotated_transformer import trainer
+from annotated_transformer import devices
 from annotated_transformer.checkpoints import CheckpointError, load_run_model
 from annotated_transformer.config import (
     DECODE_HELP,
@@ -201,7 +201,7 @@ def model_from_args(args):
         raise ValueError(
             f"--average must be at least 1 (1: no averaging), got {args.average}"
         )
-    device = trainer.resolve_device(args.device)
+    device = devices.resolve_device(args.device)
     model, sp, settings, paths = load_run_model(
         args.run, args.checkpoint, args.average, device
     )

@@ -76,41 +76,7 @@ class TransformerConfig:
     )
 
     def __post_init__(self):
-        for name in ("vocab_size", "n_layers", "d_model", "d_ff", "n_heads", "max_len"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(
-                    f"{option(name)} must be a positive integer, got {value!r}"
-                )
-        if self.max_len > 2**16:  # sentences, not books: the table has a row each
-            raise ValueError(f"--max-len must be at most 65536, got {self.max_len}")
-        for name in ("d_k", "d_v"):
-            value = getattr(self, name)
-            if value is not None and (not isinstance(value, int) or value < 1):
-                raise ValueError(
-                    f"{option(name)} must be a positive integer or None, got {value!r}"
-                )
-        if (self.d_k is None or self.d_v is None) and self.d_model % self.n_heads:
-            raise ValueError(
-                f"--d-model {self.d_model} is not divisible by --n-heads "
-                f"{self.n_heads}: set --d-k and --d-v explicitly"
-            )
-        for name in ("dropout", "attention_dropout", "label_smoothing"):
-            if not 0.0 <= getattr(self, name) < 1.0:
-                raise ValueError(
-                    f"{option(name)} must be in [0, 1), got {getattr(self, name)!r}"
-                )
-        if self.positional not in ("sinusoidal", "learned"):
-            raise ValueError(
-                "--positional must be 'sinusoidal' or 'learned', got "
-                f"{self.positional!r}"
-            )
-        if self.init not in ("pytorch", "xavier"):
-            raise ValueError(f"--init must be 'pytorch' or 'xavier', got {self.init!r}")
-        if self.positional == "sinusoidal" and self.d_model % 2:
-            raise ValueError(
-                f"sinusoidal positions need an even --d-model, got {self.d_model}"
-            )
+        check_model_config(self)
 
     @property
     def head_dims(self) -> tuple[int, int]:
@@ -125,6 +91,45 @@ class TransformerConfig:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+def check_model_config(config: TransformerConfig) -> None:
+    """Reject a configuration no model can be built from, naming the option at
+    fault."""
+    for name in ("vocab_size", "n_layers", "d_model", "d_ff", "n_heads", "max_len"):
+        value = getattr(config, name)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ValueError(
+                f"{option(name)} must be a positive integer, got {value!r}"
+            )
+    if config.max_len > 2**16:  # sentences, not books: the table has a row each
+        raise ValueError(f"--max-len must be at most 65536, got {config.max_len}")
+    for name in ("d_k", "d_v"):
+        value = getattr(config, name)
+        if value is not None and (not isinstance(value, int) or value < 1):
+            raise ValueError(
+                f"{option(name)} must be a positive integer or None, got {value!r}"
+            )
+    if (config.d_k is None or config.d_v is None) and config.d_model % config.n_heads:
+        raise ValueError(
+            f"--d-model {config.d_model} is not divisible by --n-heads "
+            f"{config.n_heads}: set --d-k and --d-v explicitly"
+        )
+    for name in ("dropout", "attention_dropout", "label_smoothing"):
+        if not 0.0 <= getattr(config, name) < 1.0:
+            raise ValueError(
+                f"{option(name)} must be in [0, 1), got {getattr(config, name)!r}"
+            )
+    if config.positional not in ("sinusoidal", "learned"):
+        raise ValueError(
+            f"--positional must be 'sinusoidal' or 'learned', got {config.positional!r}"
+        )
+    if config.init not in ("pytorch", "xavier"):
+        raise ValueError(f"--init must be 'pytorch' or 'xavier', got {config.init!r}")
+    if config.positional == "sinusoidal" and config.d_model % 2:
+        raise ValueError(
+            f"sinusoidal positions need an even --d-model, got {config.d_model}"
+        )
 
 
 BASE = TransformerConfig()

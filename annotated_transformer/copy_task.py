@@ -14,7 +14,11 @@ from annotated_transformer.config import COPY_MODEL, TransformerConfig
 from annotated_transformer.data import BOS, EOS, PAD, Batch
 from annotated_transformer.decoding import greedy_decode, strip_special
 from annotated_transformer.model import count_parameters, make_model
-from annotated_transformer.optimization import label_smoothed_loss, make_optimizer
+from annotated_transformer.optimization import (
+    batch_loss,
+    make_optimizer,
+    optimizer_step,
+)
 
 
 @dataclass(frozen=True)
@@ -82,16 +86,9 @@ def train_copy_task(
     model.train()
     for step in bar:
         batch = task.batch(batch_size, generator).to(device)
-        log_probs = model.generator(
-            model(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask)
-        )
-        loss = label_smoothed_loss(
-            log_probs, batch.tgt_out, PAD, config.label_smoothing
-        )
-        optimizer.zero_grad(set_to_none=True)
+        loss = batch_loss(model, batch, config.label_smoothing, PAD) / batch.n_tokens
         loss.backward()
-        optimizer.step()
-        scheduler.step()  # once per optimizer update
+        optimizer_step(optimizer, scheduler)
         losses.append(loss.item())
         tokens += batch.n_tokens
         elapsed = time.perf_counter() - start

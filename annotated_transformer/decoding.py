@@ -165,7 +165,9 @@ def beam_search(
             finished[i].append(Hypothesis(tokens, log_prob, score))
 
     for step in range(1, max(limits) + 1):
-        log_probs = next_log_probs(model, memory, src_mask, ys, cache, allowed, k)
+        log_probs = next_log_probs(
+            model, memory, src_mask, ys, cache, allowed=allowed, k=k
+        )
         top, beam, token, go_on = best_extensions(beam_log_probs, log_probs, data.EOS)
         for i, j in (token[:, :k] == data.EOS).nonzero().tolist():  # among the k best
             finish(i, ys[i * k + beam[i, j], 1:].tolist() + [data.EOS], top[i, j])
@@ -229,7 +231,13 @@ def decode_ids(
         if settings.beam_size == 1 and allowed is None:
             outputs = strip_special(
                 greedy_decode(
-                    model, src, src_mask, limits, data.BOS, data.EOS, data.PAD
+                    model,
+                    src,
+                    src_mask,
+                    limits,
+                    bos=data.BOS,
+                    eos=data.EOS,
+                    pad=data.PAD,
                 ),
                 data.EOS,
                 data.PAD,

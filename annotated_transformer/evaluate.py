@@ -9,7 +9,7 @@ import json
 import sys
 from pathlib import Path
 
-from annotated_transformer import data
+from annotated_transformer import corpora
 from annotated_transformer.cli import (
     add_model_arguments,
     check_writable,
@@ -80,7 +80,7 @@ def main(args: argparse.Namespace) -> int:
     data_dir = args.data_dir or (
         Path(settings["run"]["data_dir"]) if settings["run"]["data_dir"] else None
     )
-    pairs = data.load_pairs(*corpus_split, src_lang, tgt_lang, data_dir)
+    pairs = corpora.load_pairs(*corpus_split, src_lang, tgt_lang, data_dir)
     # a part of the set is scored under a name that says so
     if args.limit and args.limit < len(pairs):
         name, pairs = f"{name}.first-{args.limit}", pairs[: args.limit]

@@ -5,6 +5,7 @@
 schedule of eq. 3, and gradient accumulation over processes and micro-batches."""
 
 import contextlib
+from dataclasses import dataclass
 
 import torch
 
@@ -63,43 +64,90 @@ def label_smoothed_loss(scores, target, pad, label_smoothing, reduction="mean"):
     return total if reduction == "sum" else total / real.sum()
 
 
+def batch_loss(
+    model, batch, label_smoothing: float, pad: int, loss_function=label_smoothed_loss
+) -> torch.Tensor:
+    """The label-smoothed loss of one batch, summed over its real target tokens.
+
+    ``model`` may be wrapped (for several processes, or compiled): its generator is
+    read from the model inside."""
+    generator = getattr(model, "module", model).generator
+    states = model(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask)
+    scores = generator.proj(states)  # before the log-softmax: the loss has one
+    return loss_function(scores, batch.tgt_out, pad, label_smoothing, "sum")
+
+
+def optimizer_step(optimizer, scheduler) -> None:
+    """One Adam step, then one step of eq. 3: the schedule counts optimizer updates,
+    never micro-batches."""
+    optimizer.step()
+    scheduler.step()
+    optimizer.zero_grad(set_to_none=True)
+
+
 # --- from book/11_training.md ---
 def accumulate_gradients(
     model,
     micro_batches,
+    *,
     label_smoothing: float,
     pad: int,
     global_tokens: int | None = None,
     world_size: int = 1,
     autocast=None,
-    no_sync=None,
     loss_function=label_smoothed_loss,
 ) -> torch.Tensor:
-    """Backpropagate a step's micro-batches so the gradient is that of the mean loss per
-    target token.
+    """Backpropagate an update's micro-batches so the gradient is that of the mean loss
+    per target token of the whole update.
 
-    ``global_tokens`` is the number of target tokens in the step over all processes
-    (default: these micro-batches). Distributed data parallel averages gradients over
-    ``world_size`` processes, so each process scales its summed loss by ``world_size /
-    global_tokens``. Returns this process's summed loss as a tensor on the model's
-    device: reading its value makes the host wait for the device, so the trainer reads
-    it only when it writes a metric line."""
+    ``global_tokens``: the update's target tokens over all processes (default: these
+    micro-batches'). Distributed data parallel averages gradients over ``world_size``
+    processes, so each process scales its summed loss by ``world_size /
+    global_tokens``. Returns this process's summed loss, left on the device."""
     if global_tokens is None:
         global_tokens = sum(b.n_tokens for b in micro_batches)
-    generator = getattr(model, "module", model).generator  # inside DDP's wrapper
+    no_sync = getattr(model, "no_sync", None)  # the wrapper of several processes
     summed = 0.0
     for i, batch in enumerate(micro_batches):
         last = i == len(micro_batches) - 1
         # Processes agree on the gradient once, after the last micro-batch.
-        sync = contextlib.nullcontext() if last or no_sync is None else no_sync()
-        with sync, (autocast or contextlib.nullcontext)():
-            states = model(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask)
-            scores = generator.proj(states)  # before the log-softmax: the loss has one
-            loss = loss_function(scores, batch.tgt_out, pad, label_smoothing, "sum")
-        with sync:
+        alone = no_sync() if no_sync and not last else contextlib.nullcontext()
+        with alone:
+            with autocast() if autocast else contextlib.nullcontext():
+                loss = batch_loss(model, batch, label_smoothing, pad, loss_function)
             (loss * world_size / global_tokens).backward()
         summed = summed + loss.detach()
     return summed
+
+
+@dataclass(kw_only=True)
+class Update:
+    """How one optimizer update is made (§5.3, §5.4), and ``update(micro_batches)``
+    makes one."""
+
+    model: torch.nn.Module  # as it runs: wrapped for several processes, or compiled
+    optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LRScheduler
+    label_smoothing: float
+    pad: int
+    world_size: int = 1
+    autocast: object = None  # a function that opens bf16 autocast, on a GPU
+    loss_function: object = label_smoothed_loss
+
+    def __call__(self, micro_batches, global_tokens: int | None = None):
+        """The summed loss of this process's micro-batches, on the device."""
+        loss = accumulate_gradients(
+            self.model,
+            micro_batches,
+            label_smoothing=self.label_smoothing,
+            pad=self.pad,
+            global_tokens=global_tokens,
+            world_size=self.world_size,
+            autocast=self.autocast,
+            loss_function=self.loss_function,
+        )
+        optimizer_step(self.optimizer, self.scheduler)
+        return loss
 
 
 def update_batches(

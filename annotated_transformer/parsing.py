@@ -17,7 +17,7 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from annotated_transformer import data, trainer
+from annotated_transformer import corpora, data, devices, trainer
 from annotated_transformer.checkpoints import (
     available_average,
     average_checkpoints,
@@ -120,10 +120,10 @@ def clean(tree: Tree) -> Tree | None:
 def load_treebank(data_dir: Path | None = None) -> dict[str, list[Tree]]:
     """The cleaned trees of NLTK's 10% sample of the WSJ treebank, by file name
     (wsj_0001 ... wsj_0199)."""
-    path = Path(data_dir or data.default_data_dir()) / "ptb" / "treebank.zip"
+    path = Path(data_dir or corpora.default_data_dir()) / "ptb" / "treebank.zip"
     if not path.is_file():
         try:
-            data._download(TREEBANK_URL, path)
+            corpora._download(TREEBANK_URL, path)
         except OSError as error:
             raise data.DataError(
                 f"{path} is missing and could not be downloaded ({error}). Download "
@@ -519,8 +519,8 @@ def parse_and_score(
         [" ".join(tree_words(t)) for t in gold],
         device,
         settings,
-        progress,
-        rule,
+        progress=progress,
+        allowed=rule,
     )
     repaired = [delinearize(text, len(tree_words(t))) for text, t in zip(outputs, gold)]
     scores = bracket_scores(gold, [tree for tree, _ in repaired])
@@ -625,7 +625,7 @@ def prepare_corpus(args: argparse.Namespace):
         )
     if args.run.exists() and not args.run.is_dir():
         raise ValueError(f"--run {args.run} is a file, not a run folder")
-    trainer.resolve_device(args.device)  # refused before the corpus is written
+    devices.resolve_device(args.device)  # refused before the corpus is written
     corpus = {"leaves": args.leaves, "train_fraction": args.train_fraction}
     settings = args.run / "parsing.json"
     if settings.is_file() and read_json(settings, PARSING_REMEDY) != corpus:
@@ -677,9 +677,9 @@ def main(args: argparse.Namespace) -> int:
         gold,
         decoding_from_args(args),
         result["device"],
-        args.progress,
-        shape,
-        corpus_placeholder,
+        progress=args.progress,
+        shape=shape,
+        placeholder=corpus_placeholder,
     )
     summary = {k: v for k, v in scores.items() if k != "outputs"}
     summary.update(

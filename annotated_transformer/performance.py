@@ -11,12 +11,12 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from annotated_transformer import data
+from annotated_transformer.config import MULTI30K_RUN
 from annotated_transformer.decoding import greedy_decode
 from annotated_transformer.flops import batch_lengths, training_flops
 from annotated_transformer.model import make_model
-from annotated_transformer.optimization import label_smoothed_loss, make_optimizer
 from annotated_transformer.reference import TorchTransformer
-from annotated_transformer.speed import compiled
+from annotated_transformer.trainer import make_update
 
 
 # --- from book/13_real_world_example.md ---
@@ -69,42 +69,26 @@ def peak_memory_gib(device: str) -> float | None:
 def training_step(
     path: str, config, device: str, bf16: bool, compile: bool, shapes: int
 ):
-    """A fresh model of implementation ``path`` and its optimizer, as the function that
-    makes one update on a batch; and whether it computes in bf16. Every path has the
-    same loss, optimizer and schedule. Compiled, the model is specialized to each of
-    ``shapes`` batch shapes (a few fixed shapes: ``ShapedBatches``), or with 0 compiled
-    once for all."""
+    """A fresh model of implementation ``path``, as the function that makes one
+    update of the training loop on a batch (the trainer's own ``make_update``, with
+    the default run's schedule); and whether it computes in bf16. Compiled, the model
+    is specialized to each of ``shapes`` batch shapes (a few fixed shapes:
+    ``ShapedBatches``), or with 0 compiled once for all."""
     if path in ("torch", "torch-matched"):
         model = TorchTransformer(config, matched_dropout=path == "torch-matched")
     else:
         model = make_model(config.replace(fused_attention=path == "fast"))
     model = model.to(device).train()
-    teaching = path == "teaching"
-    optimizer, scheduler = make_optimizer(
-        model, config.d_model, 4000, fused=not teaching
+    teaching = path == "teaching"  # plain PyTorch: float32 and its default Adam
+    run = MULTI30K_RUN.replace(bf16=bf16 and not teaching, compile=compile)
+    update = make_update(
+        model, config, run.replace(buckets=shapes), device, fused=not teaching
     )
-    forward, loss_function = model, label_smoothed_loss
-    if compile:
-        forward = compiled(model, shapes)
-        loss_function = torch.compile(label_smoothed_loss, dynamic=not shapes)
-    # the scores: the loss normalizes them
-    generator = getattr(model.generator, "proj", model.generator)
-    use_bf16 = device.startswith("cuda") and bf16 and not teaching
-    autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=use_bf16)
 
     def step(batch):
-        with autocast:
-            states = forward(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask)
-            scores = generator(states)
-            loss = loss_function(
-                scores, batch.tgt_out, data.PAD, config.label_smoothing, "sum"
-            )
-        (loss / batch.n_tokens).backward()
-        optimizer.step()
-        scheduler.step()
-        optimizer.zero_grad(set_to_none=True)
+        update([batch])
 
-    return step, use_bf16
+    return step, device.startswith("cuda") and run.bf16
 
 
 def time_training(
@@ -254,7 +238,14 @@ def time_decoding(
     pad, bos = data.PAD, data.BOS
     return fastest_seconds(
         lambda: greedy_decode(
-            model, src, src_mask, length, bos, NEVER, pad, incremental
+            model,
+            src,
+            src_mask,
+            length,
+            bos=bos,
+            eos=NEVER,
+            pad=pad,
+            incremental=incremental,
         ),
         repeat,
     )

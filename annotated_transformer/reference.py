@@ -8,6 +8,7 @@ import torch
 from torch import nn
 
 from annotated_transformer.layers import Embeddings
+from annotated_transformer.model import Generator
 from annotated_transformer.positional import PositionalEncoding
 
 
@@ -65,8 +66,8 @@ class TorchTransformer(nn.Module):
                 ):
                     # the one between the feed-forward network's two layers
                     module.dropout = nn.Identity()
-        self.generator = nn.Linear(c.d_model, c.vocab_size, bias=False)
-        self.generator.weight = self.embed[0].lut.weight
+        self.generator = Generator(c.d_model, c.vocab_size)
+        self.generator.proj.weight = self.embed[0].lut.weight
 
     def forward(self, src, tgt, src_mask, tgt_mask):
         """The inputs of EncoderDecoder.forward; returns the decoder states. Only the

@@ -10,7 +10,7 @@ import re
 import time
 from pathlib import Path
 
-from annotated_transformer import data
+from annotated_transformer import corpora
 from annotated_transformer.checkpoints import (
     available_average,
     average_checkpoints,
@@ -29,7 +29,7 @@ def translate_and_score(
     """Translate the test split with the trained model, print and save sacreBLEU with
     its signature. ``max_sentences``: only the first N (0: all), for demonstrations; the
     summary records how many."""
-    test = data.load_pairs(
+    test = corpora.load_pairs(
         run_config.corpus,
         run_config.test_split,
         run_config.src_lang,

@@ -10,7 +10,7 @@ import sys
 import typing
 from pathlib import Path
 
-from annotated_transformer import data, trainer
+from annotated_transformer import corpora, devices, trainer
 from annotated_transformer.checkpoints import read_json
 from annotated_transformer.cli import add_progress_option, command, command_parser
 from annotated_transformer.config import (
@@ -37,7 +37,7 @@ METAVARS = {
     "test_split": "SPLIT",
 }
 CHOICES = {
-    "corpus": data.CORPORA,
+    "corpus": corpora.CORPORA,
     "positional": ("sinusoidal", "learned"),
 }
 
@@ -215,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{', '.join(unused)}"
             )
         steps = args.max_steps or at_scale(smoke=100, laptop=1500)
-        device = trainer.resolve_device(run_config.device)
+        device = devices.resolve_device(run_config.device)
         task = CopyTask()
         model, losses = train_copy_task(
             task,

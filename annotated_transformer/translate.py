@@ -5,6 +5,7 @@
 
 import argparse
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from annotated_transformer import data
@@ -17,20 +18,34 @@ from annotated_transformer.cli import (
     model_from_args,
     split_lines,
 )
+from annotated_transformer.config import DecodeConfig
 from annotated_transformer.decoding import translate_sentences
 from annotated_transformer.files import WriteError, write_atomically
 
 
-def translate_lines(args, model, sp, device, lines: list[str]) -> list[str]:
+@dataclass(frozen=True)
+class Translator:
+    """What every line is translated with, set up once per command: the model, its
+    vocabulary and device, and the decoding settings of §6.1."""
+
+    model: object
+    sp: object
+    device: str
+    decoding: DecodeConfig
+    progress: bool
+
+
+def translate_lines(translator: Translator, lines: list[str]) -> list[str]:
     if not lines:  # nothing to translate: no progress bar either
         return []
+    t = translator
     return translate_sentences(
-        model,
-        sp,
+        t.model,
+        t.sp,
         lines,
-        device,
-        decoding_from_args(args),
-        progress=args.progress and len(lines) > 1,
+        t.device,
+        t.decoding,
+        progress=t.progress and len(lines) > 1,
     )
 
 
@@ -43,7 +58,7 @@ def read_input(args) -> str:
     return stream.read().decode("utf-8") if stream is not None else sys.stdin.read()
 
 
-def interactive(args, model, sp, device) -> None:
+def interactive(translator: Translator) -> None:
     """Translate each line as it is typed, until end of input (Ctrl-D)."""
     print("type a sentence and press Enter; Ctrl-D ends", file=sys.stderr)
     stream = getattr(sys.stdin, "buffer", None)
@@ -58,7 +73,7 @@ def interactive(args, model, sp, device) -> None:
             )
             continue
         print(
-            "".join(translate_lines(args, model, sp, device, split_lines(line))),
+            "".join(translate_lines(translator, split_lines(line))),
             flush=True,
         )
 
@@ -105,13 +120,15 @@ def main(args: argparse.Namespace) -> int:
             raise data.DataError(f"{args.input} is a folder; give a file to -i")
         if args.output is not None:
             check_writable(args.output)
+        decoding = decoding_from_args(args)  # refused before the model is loaded
         model, sp, _, paths, device = model_from_args(args)
+        translator = Translator(model, sp, device, decoding, args.progress)
         if (
             args.input is None
             and args.output is None
             and (args.interactive or sys.stdin.isatty())
         ):
-            interactive(args, model, sp, device)
+            interactive(translator)
             return 0
         lines = split_lines(read_input(args))
         print(
@@ -119,7 +136,7 @@ def main(args: argparse.Namespace) -> int:
             f"on {device}",
             file=sys.stderr,
         )
-        outputs = translate_lines(args, model, sp, device, lines)
+        outputs = translate_lines(translator, lines)
     except UnicodeDecodeError as error:
         raise data.DataError(f"the input is not UTF-8 text ({error})") from None
     result = "".join(line + "\n" for line in outputs)

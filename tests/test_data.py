@@ -1,5 +1,5 @@
-"""Data loading (§5.1): readers, clear errors, the corpus registry, the vocabulary,
-token batching."""
+"""Data loading (§5.1): the corpora's readers, clear errors, the corpus registry, the
+vocabulary, token batching."""
 
 import gzip
 import html
@@ -12,15 +12,16 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
-from annotated_transformer import data, speed
-from annotated_transformer.data import DataError, TokenBatches, load_pairs
+from annotated_transformer import corpora, data, speed
+from annotated_transformer.corpora import load_pairs
+from annotated_transformer.data import DataError, TokenBatches
 
 
 def test_read_parallel_reads_plain_and_gzip(tmp_path):
     (tmp_path / "a.en").write_text("one\ntwo\n", encoding="utf-8")
     with gzip.open(tmp_path / "a.de.gz", "wt", encoding="utf-8") as f:
         f.write("eins\nzwei\n")
-    assert data.read_parallel(tmp_path / "a.en", tmp_path / "a.de.gz") == [
+    assert corpora.read_parallel(tmp_path / "a.en", tmp_path / "a.de.gz") == [
         ("one", "eins"),
         ("two", "zwei"),
     ]
@@ -30,21 +31,21 @@ def test_mismatched_line_counts_name_both_files(tmp_path):
     (tmp_path / "x.en").write_text("a\nb\nc\n")
     (tmp_path / "x.de").write_text("a\nb\n")
     with pytest.raises(DataError, match=r"x\.en has 3 lines but .*x\.de has 2"):
-        data.read_parallel(tmp_path / "x.en", tmp_path / "x.de")
+        corpora.read_parallel(tmp_path / "x.en", tmp_path / "x.de")
 
 
 def test_empty_and_missing_files(tmp_path):
     (tmp_path / "empty.en").write_text("")
     with pytest.raises(DataError, match="empty.en is empty"):
-        data.read_lines(tmp_path / "empty.en")
+        corpora.read_lines(tmp_path / "empty.en")
     with pytest.raises(DataError, match="does not exist"):
-        data.read_lines(tmp_path / "missing.en")
+        corpora.read_lines(tmp_path / "missing.en")
 
 
 def test_undecodable_bytes_name_file_and_line(tmp_path):
     (tmp_path / "bad.de").write_bytes(b"gut\nauch gut\n" + b"schlecht \xff\xfe\n")
     with pytest.raises(DataError, match=r"bad\.de, line 3: not valid UTF-8"):
-        data.read_lines(tmp_path / "bad.de")
+        corpora.read_lines(tmp_path / "bad.de")
 
 
 def test_sgml_reader_decodes_entities(tmp_path):
@@ -54,7 +55,7 @@ def test_sgml_reader_decodes_entities(tmp_path):
         "&quot;hi&quot;</seg>\n"
         '<seg id="2">Zwei</seg>\n</doc>\n</srcset>\n'
     )
-    assert data.read_sgml(sgm) == ['Tom & Jerry "hi"', "Zwei"]
+    assert corpora.read_sgml(sgm) == ['Tom & Jerry "hi"', "Zwei"]
 
 
 def _wmt14_fixture(root, pairs):
@@ -147,7 +148,7 @@ def test_missing_corpus_offline_says_what_to_fetch(tmp_path, monkeypatch):
 
     # tests never touch the network
     for fetcher in ("_download", "_fetch_sacrebleu", "_fetch_hf_wmt14"):
-        monkeypatch.setattr(data, fetcher, offline)
+        monkeypatch.setattr(corpora, fetcher, offline)
     with pytest.raises(DataError, match=r"multi30k/dataset.*train\.en\.gz.*put it in"):
         load_pairs("multi30k", "train", "en", "de", tmp_path)
     with pytest.raises(DataError, match="sacrebleu -t wmt14/full -l en-de"):
@@ -170,7 +171,7 @@ def test_europarl_holds_out_the_last_thousand_of_its_first_twenty_thousand_pairs
     import io
     import tarfile
 
-    n = data.EUROPARL_FIRST + 500
+    n = corpora.EUROPARL_FIRST + 500
     archive = io.BytesIO()
     with tarfile.open(fileobj=archive, mode="w:gz") as tar:
         for lang in ("en", "de"):
@@ -180,11 +181,11 @@ def test_europarl_holds_out_the_last_thousand_of_its_first_twenty_thousand_pairs
             tar.addfile(member, io.BytesIO(text))
 
     def download(url, target):
-        assert url == data.EUROPARL_URL
+        assert url == corpora.EUROPARL_URL
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(archive.getvalue())
 
-    monkeypatch.setattr(data, "_download", download)
+    monkeypatch.setattr(corpora, "_download", download)
     train = load_pairs("europarl", "train", "en", "de", tmp_path)
     valid = load_pairs("europarl", "valid", "de", "en", tmp_path)
     full = load_pairs("europarl", "full", "en", "de", tmp_path)

@@ -30,7 +30,9 @@ from annotated_transformer import (
     evaluate,
     files,
     metrics,
+    optimization,
     parsing,
+    run_folder,
     speed,
     train,
     trainer,
@@ -249,13 +251,13 @@ def test_decoding_numbers_are_refused_by_every_command(run, text_corpus, capsys)
 def test_a_loss_that_is_not_a_number_stops_the_run_and_saves_nothing(
     text_corpus, tmp_path, monkeypatch, capsys
 ):
-    run, real, updates = tmp_path / "run", trainer.accumulate_gradients, []
+    run, real, updates = tmp_path / "run", optimization.accumulate_gradients, []
 
-    def overflowing(*args):  # update 3's loss overflows, as in a diverging run
-        updates.append(real(*args))
+    def overflowing(*args, **options):  # update 3 overflows, as in a diverging run
+        updates.append(real(*args, **options))
         return float("nan") if len(updates) == 3 else updates[-1]
 
-    monkeypatch.setattr(trainer, "accumulate_gradients", overflowing)
+    monkeypatch.setattr(optimization, "accumulate_gradients", overflowing)
     assert train.main(train_argv(text_corpus, run, 10, "--log-every", "1")) == 2
     one_line_error(
         capsys,
@@ -348,7 +350,7 @@ def test_a_run_killed_between_checkpoints_logs_its_lost_updates_once(
 def test_a_signal_ignored_on_purpose_stays_ignored():
     previous = signal.signal(signal.SIGHUP, signal.SIG_IGN)  # as nohup does
     try:
-        with trainer.Interrupt():
+        with run_folder.Interrupt():
             assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
             assert signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
         assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN

@@ -90,3 +90,41 @@ def test_the_readme_states_the_stored_chapter_times():
     times = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(times)
     assert times.summary() in (ROOT / "README.md").read_text()
+
+
+# A shown cell longer than this is two ideas: the chapter splits it by meaning, with
+# prose between the parts; an appendix holds machinery and may show more.
+LONGEST_SHOWN_CELL = {"chapter": 80, "appendix": 150}
+
+
+def shown_cell_lengths(chapter: Path) -> list[int]:
+    """The line counts of the chapter's code cells a reader sees (no remove or hide
+    tag)."""
+    import jupytext
+
+    notebook = jupytext.read(chapter, fmt="md:myst")
+    return [
+        len(cell.source.strip("\n").splitlines())
+        for cell in notebook.cells
+        if cell.cell_type == "code"
+        and not any(
+            "remove" in tag or "hide" in tag for tag in cell.metadata.get("tags", [])
+        )
+    ]
+
+
+def test_no_shown_cell_is_longer_than_its_part_allows():
+    too_long = {}
+    for chapter in sorted((ROOT / "book").glob("[0-9][0-9]_*.md")):
+        part = "appendix" if chapter.name >= "20" else "chapter"
+        lengths = shown_cell_lengths(chapter)
+        if lengths and max(lengths) > LONGEST_SHOWN_CELL[part]:
+            too_long[chapter.name] = max(lengths)
+    assert too_long == {}
+
+
+def test_a_long_shown_cell_is_measured_and_a_hidden_one_is_not(tmp_path):
+    chapter = tmp_path / "01_x.md"
+    cell = "```{code-cell} ipython3\n%s\n" + "x = 1\n" * 90 + "```\n\n"
+    chapter.write_text(HEADER + cell % "" + cell % ":tags: [hide-input]\n")
+    assert shown_cell_lengths(chapter) == [90]

@@ -21,11 +21,12 @@ from annotated_transformer import (
     benchmark,
     bundle,
     checkpoints,
+    corpora,
     data,
     evaluate,
     parsing,
+    run_folder,
     train,
-    trainer,
     translate,
     variations,
     visualize,
@@ -234,7 +235,7 @@ def _interrupt(*args, **kwargs):
         # during setup
         (
             train,
-            "trainer.load_splits",
+            "run_folder.load_splits",
             lambda run, corpus: train_argv(corpus, run.parent / "new", 4),
         ),
         # scoring after training
@@ -352,9 +353,9 @@ def test_a_failed_download_leaves_no_folders(tmp_path, monkeypatch):
     def offline(*args, **kwargs):
         raise OSError("no network")
 
-    monkeypatch.setattr(data.urllib.request, "urlopen", offline)
+    monkeypatch.setattr(corpora.urllib.request, "urlopen", offline)
     with pytest.raises(data.DataError, match="could not be downloaded"):
-        data.load_pairs("multi30k", "train", "en", "de", tmp_path / "typo" / "data")
+        corpora.load_pairs("multi30k", "train", "en", "de", tmp_path / "typo" / "data")
 
     # what sacreBLEU does when its download fails
     def sacrebleu_fails(test_set, langpair):
@@ -362,7 +363,7 @@ def test_a_failed_download_leaves_no_folders(tmp_path, monkeypatch):
 
     monkeypatch.setattr(sacrebleu.utils, "get_source_file", sacrebleu_fails)
     with pytest.raises(data.DataError, match="sacreBLEU could not download it"):
-        data.load_pairs("wmt14", "test", "en", "de", tmp_path / "typo" / "data")
+        corpora.load_pairs("wmt14", "test", "en", "de", tmp_path / "typo" / "data")
 
     def hub_fails(*args, **kwargs):
         raise ConnectionError("no network")
@@ -371,19 +372,19 @@ def test_a_failed_download_leaves_no_folders(tmp_path, monkeypatch):
         sys.modules, "datasets", types.SimpleNamespace(load_dataset=hub_fails)
     )
     with pytest.raises(data.DataError, match="could not be downloaded"):
-        data.load_pairs("wmt14", "train", "en", "de", tmp_path / "typo" / "data")
+        corpora.load_pairs("wmt14", "train", "en", "de", tmp_path / "typo" / "data")
     assert list(tmp_path.iterdir()) == []
 
 
 def test_a_failed_download_keeps_folders_that_were_there(tmp_path, monkeypatch):
     (tmp_path / "data" / "notes").mkdir(parents=True)
     monkeypatch.setattr(
-        data.urllib.request,
+        corpora.urllib.request,
         "urlopen",
         lambda *a, **k: (_ for _ in ()).throw(OSError("offline")),
     )
     with pytest.raises(data.DataError):
-        data.load_pairs("multi30k", "valid", "en", "de", tmp_path / "data")
+        corpora.load_pairs("multi30k", "valid", "en", "de", tmp_path / "data")
     assert sorted(p.name for p in (tmp_path / "data").iterdir()) == ["notes"]
 
 
@@ -397,7 +398,7 @@ def test_the_cached_vocabulary_is_named_by_its_fingerprint_and_reused(
     # training is deterministic
     assert sp.serialized_model_proto() == data.train_vocab(pairs, 60)
     assert (
-        trainer.prepare_data(
+        run_folder.prepare_data(
             RunConfig(), 60, path, (pairs, pairs[:20]), say=lambda *a: None
         )[3]
         is None

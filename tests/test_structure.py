@@ -154,6 +154,49 @@ def test_the_reserved_token_ids_are_defined_once_in_data():
     assert defining == {"data"}
 
 
+# What reaches the network: the standard library's clients and the packages that the
+# corpora download with (sacreBLEU's test sets, Hugging Face's datasets).
+NETWORK = {
+    "urllib",
+    "http",
+    "ftplib",
+    "socket",
+    "requests",
+    "urllib3",
+    "httpx",
+    "datasets",
+    "huggingface_hub",
+    "sacrebleu",
+}
+
+
+def imported_modules(tree: ast.Module) -> set[str]:
+    """The top-level names of every module ``tree`` imports, at the top or inside a
+    function (``urllib`` for ``import urllib.request``)."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module.split(".")[0])
+    return found
+
+
+def test_data_is_batches_and_tokens_and_never_reaches_the_network():
+    """``data`` (the batches, the vocabulary) stands apart from ``corpora``, which
+    finds, reads and downloads text: neither it nor anything it imports reaches the
+    network."""
+    graph = import_graph(TREES)
+    under_data = {"data"} | reachable(graph, "data")
+    assert "corpora" not in under_data
+    assert {
+        name: sorted(imported_modules(TREES[name]) & NETWORK)
+        for name in sorted(under_data)
+    } == dict.fromkeys(sorted(under_data), [])
+    # the walk does see the downloads, where they are
+    assert {"urllib", "datasets", "sacrebleu"} <= imported_modules(TREES["corpora"])
+
+
 class _Parsed(Exception):
     """Raised instead of parsing, to hand a command's finished parser to the test."""
 
@@ -264,3 +307,34 @@ def test_functions_stay_short_and_the_loop_module_small():
     assert long == []
     trainer = (PACKAGE / "trainer.py").read_text(encoding="utf-8")
     assert len(trainer.splitlines()) <= LONGEST_LOOP_MODULE
+
+
+def test_the_commands_load_no_training_loop_and_the_loop_no_command():
+    graph = import_graph(TREES)
+    # translate, evaluate, bundle and visualize share cli: it chooses a device, not
+    # a trainer
+    assert "trainer" not in reachable(graph, "cli")
+    assert "trainer" not in reachable(graph, "translate")
+    # the band's note comes from a neutral module, not from the band command
+    assert "recipes" in reachable(graph, "trainer")
+    assert reachable(graph, "trainer") & COMMANDS == set()
+
+
+# Read on code as ruff format lays it out: a call with more arguments passes them by
+# name, so that a reader sees which is which.
+MOST_POSITIONAL_ARGUMENTS = 6
+
+
+def crowded_calls(trees: dict[str, ast.Module]) -> list[str]:
+    return [
+        f"{name}.py:{node.lineno} {ast.unparse(node.func)}"
+        for name, tree in sorted(trees.items())
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and len(node.args) > MOST_POSITIONAL_ARGUMENTS
+    ]
+
+
+def test_no_call_passes_more_than_six_positional_arguments():
+    assert crowded_calls(TREES) == []
+    seven = ast.parse("f(1, 2, 3, 4, 5, 6, 7)\nf(1, 2, 3, 4, 5, 6, seven=7)")
+    assert crowded_calls({"x": seven}) == ["x.py:1 f"]

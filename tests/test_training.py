@@ -14,7 +14,7 @@ import pytest
 import torch
 from conftest import TINY_RUN, TORCHRUN_TRAIN
 
-from annotated_transformer import data, speed, train, trainer
+from annotated_transformer import corpora, devices, run_folder, speed, train, trainer
 from annotated_transformer.checkpoints import (
     RunLock,
     checkpoints,
@@ -119,7 +119,10 @@ def test_accumulated_gradient_equals_one_large_batch():
     expected = {n: p.grad.clone() for n, p in model.named_parameters()}
     model.zero_grad()
     accumulate_gradients(
-        model, [_batch(rows[:1]), _batch(rows[1:3]), _batch(rows[3:])], 0.1, PAD
+        model,
+        [_batch(rows[:1]), _batch(rows[1:3]), _batch(rows[3:])],
+        label_smoothing=0.1,
+        pad=PAD,
     )
     for name, param in model.named_parameters():
         torch.testing.assert_close(
@@ -136,7 +139,11 @@ def test_paper_sized_training_step_on_cpu(name):
     batch = _batch([[5, 6, 7, 8], [9, 10]])
     before = model.encoder.layers[0].feed_forward.w_1.weight.detach().clone()
     loss = (
-        float(accumulate_gradients(model, [batch], config.label_smoothing, PAD))
+        float(
+            accumulate_gradients(
+                model, [batch], label_smoothing=config.label_smoothing, pad=PAD
+            )
+        )
         / batch.n_tokens
     )
     optimizer.step()
@@ -608,8 +615,8 @@ def test_source_alignment_is_one_for_even_attention_and_matches_a_hand_count():
 )
 def test_unknown_devices_are_refused_by_name(name, message):
     with pytest.raises(ValueError, match=message):
-        trainer.resolve_device(name)
-    assert trainer.resolve_device("cpu") == "cpu"
+        devices.resolve_device(name)
+    assert devices.resolve_device("cpu") == "cpu"
 
 
 def test_training_keeps_its_pairs_in_a_token_cache_that_a_resumed_run_maps(
@@ -632,30 +639,32 @@ def test_a_process_other_than_rank_0_maps_the_token_cache_and_reads_no_training_
     text_corpus, tmp_path, monkeypatch
 ):
     run = tmp_path / "run"
-    # encodes the pairs, as rank 0 would
-    assert train.main(_cli(text_corpus, run, "--max-steps", "2")) == 0
+    # encodes the pairs, as rank 0 would; 1 process x 2 micro-batches, as 2 x 1 below
+    assert (
+        train.main(_cli(text_corpus, run, "--max-steps", "2", "--accumulate", "2")) == 0
+    )
     (meta,) = (run / "tokens").glob("*/meta.json")
     model_config, run_config = train.configs_from_args(
         train.build_parser().parse_args(_cli(text_corpus, run))
     )
-    splits_read, load_pairs = [], data.load_pairs
+    splits_read, load_pairs = [], corpora.load_pairs
     monkeypatch.setattr(
-        data,
+        corpora,
         "load_pairs",
         lambda corpus, split, *rest: (
             splits_read.append(split) or load_pairs(corpus, split, *rest)
         ),
     )
     # rank 1 of 2, without
-    monkeypatch.setattr(trainer, "setup_distributed", lambda device: (1, 2, device))
+    monkeypatch.setattr(run_folder, "setup_distributed", lambda device: (1, 2, device))
     # a process group
     monkeypatch.setattr(
         torch.nn.parallel, "DistributedDataParallel", lambda model: model
     )
-    session = trainer.start(model_config, run_config)
+    folder = trainer.start(model_config, run_config).folder
     assert splits_read == [run_config.valid_split]
     assert (
-        isinstance(session.stream.pairs, speed.TokenCache)
-        and session.stream.pairs.folder == meta.parent
+        isinstance(folder.stream.pairs, speed.TokenCache)
+        and folder.stream.pairs.folder == meta.parent
     )
-    assert len(session.valid_pairs) > 0 and session.sp.get_piece_size() == 80
+    assert len(folder.valid_pairs) > 0 and folder.sp.get_piece_size() == 80

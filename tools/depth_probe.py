@@ -15,7 +15,7 @@ import argparse
 import json
 from pathlib import Path
 
-from annotated_transformer import data, trainer
+from annotated_transformer import data, run_folder, trainer
 from annotated_transformer.config import RunConfig, TransformerConfig
 from annotated_transformer.diagnostics import position_similarity, source_alignment
 
@@ -74,7 +74,7 @@ def main() -> None:
     )
     s = trainer.start(config, run)
     encoder, decoder = s.model.encoder.layers, s.model.decoder.layers
-    at, records = trainer.Position(), []
+    at, records = run_folder.Position(), []
 
     # runs inside train_step, after backward and before the optimizer's update
     def record_gradients(*_):
@@ -84,17 +84,21 @@ def main() -> None:
                 "decoder": layer_grad_norms(decoder),
             }
 
-    s.optimizer.register_step_pre_hook(record_gradients)
+    s.update.optimizer.register_step_pre_hook(record_gradients)
     for step in range(a.steps + 1):
         if step % a.every == 0:
             # one batch
-            sample = next(data.validation_batches(s.valid_pairs[:200], 10**6, s.device))
+            sample = next(
+                data.validation_batches(
+                    s.folder.valid_pairs[:200], 10**6, s.folder.device
+                )
+            )
             records.append(
                 {
                     "step": step,
                     "valid_nll": round(
                         trainer.validation_loss(
-                            s.model, s.valid_pairs[:500], 3000, s.device
+                            s.model, s.folder.valid_pairs[:500], 3000, s.folder.device
                         ),
                         4,
                     ),
@@ -107,7 +111,7 @@ def main() -> None:
                     "source_entropy": [
                         round(x, 4)
                         for x in source_alignment(
-                            s.model, s.valid_pairs, 3000, s.device, 200
+                            s.model, s.folder.valid_pairs, 3000, s.folder.device, 200
                         )
                     ],
                 }
