@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from conftest import train_argv
 
-from annotated_transformer import band, train
+from annotated_transformer import band, recipes, train
 
 MEASURED = Path(__file__).resolve().parents[1] / "book" / "measured"
 
@@ -18,25 +18,25 @@ def stored_config(name: str) -> dict:
 
 def test_the_package_band_is_the_stored_seed_runs():
     runs = band.stored_seed_runs(MEASURED)
-    assert band.stored_band() == json.loads(json.dumps(band.seed_band(runs)))
-    assert band.stored_band()["seeds"] == [
+    assert recipes.stored_band() == json.loads(json.dumps(band.seed_band(runs)))
+    assert recipes.stored_band()["seeds"] == [
         json.loads((run / "config.json").read_text())["run"]["seed"] for run in runs
     ]
 
 
 def test_the_note_is_for_the_recipe_only():
-    stored = band.stored_band()
+    stored = recipes.stored_band()
     step = next(iter(stored["valid_nll"]))
     losses = stored["valid_nll"][step]
     config = stored_config("multi30k-en-de")
-    note = band.band_note(config, int(step), stored)
+    note = recipes.band_note(config, int(step), stored)
     assert f"{min(losses):.3f}" in note and f"{max(losses):.3f}" in note
     another_seed = {**config, "run": {**config["run"], "seed": 7, "out_dir": "x"}}
-    assert band.band_note(another_seed, int(step), stored) == note
+    assert recipes.band_note(another_seed, int(step), stored) == note
     wider = {**config, "model": {**config["model"], "d_model": 256}}
-    assert band.band_note(wider, int(step), stored) is None
-    assert band.band_note(config, int(step) + 1, stored) is None
-    assert band.band_note(config, int(step), None) is None
+    assert recipes.band_note(wider, int(step), stored) is None
+    assert recipes.band_note(config, int(step) + 1, stored) is None
+    assert recipes.band_note(config, int(step), None) is None
 
 
 def test_runs_of_other_recipes_make_no_band(tmp_path):
@@ -61,8 +61,7 @@ def test_train_prints_the_band_of_its_recipe(
     argv = train_argv(text_corpus, run, 2, "--valid-every", "2")
     assert train.main([*argv, "--max-steps", "1"]) == 0  # writes config.json
     config = json.loads((run / "config.json").read_text())
-    fake = {"recipe": band.recipe(config), "valid_nll": {"2": [1.5, 2.5]}}
-    monkeypatch.setattr(band, "stored_band", lambda: fake)
+    fake = {"recipe": recipes.recipe(config), "valid_nll": {"2": [1.5, 2.5]}}
     monkeypatch.setattr("annotated_transformer.trainer.stored_band", lambda: fake)
     capsys.readouterr()
     assert train.main(argv) == 0

@@ -6,6 +6,7 @@ status, the message (which names the file or the option) and, where a run folder
 involved, that every file in it is byte-identical afterwards."""
 
 import hashlib
+import importlib
 import json
 import re
 import shutil
@@ -279,7 +280,13 @@ def test_ctrl_c_anywhere_exits_130_in_one_line(
     run, text_corpus, monkeypatch, capsys, module, patched, argv
 ):
     owner, _, name = patched.rpartition(".")
-    monkeypatch.setattr(getattr(module, owner) if owner else module, name, _interrupt)
+    # a module the command imports, or one of the package's that it reaches
+    where = module
+    if owner:
+        where = getattr(module, owner, None) or importlib.import_module(
+            f"annotated_transformer.{owner}"
+        )
+    monkeypatch.setattr(where, name, _interrupt)
     try:
         status = module.main(argv(run, text_corpus))
     except KeyboardInterrupt:
