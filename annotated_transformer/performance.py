@@ -80,10 +80,10 @@ def training_step(
         model = make_model(config.replace(fused_attention=path == "fast"))
     model = model.to(device).train()
     teaching = path == "teaching"  # plain PyTorch: float32 and its default Adam
-    run = MULTI30K_RUN.replace(bf16=bf16 and not teaching, compile=compile)
-    update = make_update(
-        model, config, run.replace(buckets=shapes), device, fused=not teaching
+    run = MULTI30K_RUN.replace(
+        bf16=bf16 and not teaching, compile=compile, buckets=shapes
     )
+    update = make_update(model, config, run, device, fused=not teaching)
 
     def step(batch):
         update([batch])

@@ -5,6 +5,7 @@
 checkpoints, on one process or many."""
 
 import dataclasses
+import functools
 import math
 import time
 from dataclasses import dataclass, field
@@ -110,7 +111,8 @@ def make_update(
     if run.compile:  # the weights stay those of `model`
         forward = speed.compiled(forward, run.buckets)
         loss_function = torch.compile(label_smoothed_loss, dynamic=not run.buckets)
-    bf16 = on_gpu and run.bf16
+    # bf16 matrix products; the weights, Adam's moments and the loss stay in fp32
+    bf16 = functools.partial(torch.autocast, "cuda", dtype=torch.bfloat16)
     return Update(
         model=forward,
         optimizer=optimizer,
@@ -118,9 +120,7 @@ def make_update(
         label_smoothing=config.label_smoothing,
         pad=data.PAD,
         world_size=world,
-        autocast=(lambda: torch.autocast("cuda", dtype=torch.bfloat16))
-        if bf16
-        else None,
+        autocast=bf16 if on_gpu and run.bf16 else None,
         loss_function=loss_function,
     )
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import TINY_RUN, TORCHRUN_TRAIN
+from conftest import TORCHRUN_TRAIN, train_argv
 
 from annotated_transformer import train
 from annotated_transformer.checkpoints import checkpoints, load_checkpoint
@@ -20,24 +20,11 @@ ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
 
 
 def options(corpus: Path, run: Path, steps: int, *extra) -> list[str]:
-    """A tiny run of ``steps`` updates of 1200 tokens, saved at the end."""
-    return [
-        *TINY_RUN,
-        "--data-dir",
-        str(corpus),
-        "--out-dir",
-        str(run),
-        "--max-steps",
-        str(steps),
-        "--batch-tokens",
-        "1200",
-        "--save-every",
-        str(steps),
-        "--log-every",
-        "1",
-        "--no-progress",
-        *extra,
-    ]
+    """The tiny scheduled run of ``steps`` updates, with updates of 1200 tokens and a
+    metric line at each."""
+    return train_argv(
+        corpus, run, steps, "--batch-tokens", "1200", "--log-every", "1", *extra
+    )
 
 
 def torchrun(*argv: str) -> subprocess.CompletedProcess:
@@ -103,7 +90,9 @@ def test_sigterm_and_resume_of_two_accumulating_processes_is_exact(
     text_corpus, tmp_path, two_by_two
 ):
     run = tmp_path / "run"
-    argv = options(text_corpus, run, 6, "--accumulate", "2", "--dropout", "0")
+    argv = options(
+        text_corpus, run, 6, "--accumulate", "2", "--dropout", "0", "--save-every", "6"
+    )
     process = subprocess.Popen(
         [*TORCHRUN_TRAIN, *argv],
         stdout=subprocess.PIPE,
