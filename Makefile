@@ -76,24 +76,26 @@ export: $(FULL)
 
 check: $(FULL)
 	$(BIN)/python -m annotated_transformer._literate check
-	$(BIN)/ruff check annotated_transformer tests tools
-	$(BIN)/ruff format --check annotated_transformer tests tools book
+	$(BIN)/ruff check annotated_transformer tests tools conftest.py
+	$(BIN)/ruff format --check annotated_transformer tests tools book conftest.py
 
 # The chapters' code cells through jupytext (only code cells change), then the package from them.
 format: $(FULL)
-	$(BIN)/ruff format tests tools annotated_transformer/_literate.py annotated_transformer/__init__.py
+	$(BIN)/ruff format conftest.py tests tools annotated_transformer/_literate.py annotated_transformer/__init__.py
 	for chapter in book/[0-9][0-9]_*.md; do \
 	  $(BIN)/jupytext --quiet --pipe "$(BIN)/ruff format -" $$chapter || exit 1; done
 	$(BIN)/ruff format book/[0-9][0-9]_*.md
 	$(BIN)/python -m annotated_transformer._literate export
 
 # Chapters are executed again only when their code changed (execute_notebooks: cache), or when AT_SCALE
-# differs from the last build's, since the cache does not see environment variables.
+# differs from the last build's, since the cache does not see environment variables. They run with as
+# many threads as the cores that no other program keeps busy (unless OMP_NUM_THREADS says otherwise).
 book: $(FULL)
 	@mkdir -p _build
 	@[ "$$(cat _build/.scale 2>/dev/null)" = "$(AT_SCALE)" ] || rm -rf _build/.jupyter_cache
 	@echo "$(AT_SCALE)" > _build/.scale
-	AT_SCALE=$(AT_SCALE) $(BIN)/jupyter-book build . -W --keep-going
+	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-$$($(BIN)/python -c "from annotated_transformer.devices import free_cores; print(free_cores())")} \
+	  AT_SCALE=$(AT_SCALE) $(BIN)/jupyter-book build . -W --keep-going
 
 book-check: $(FULL)
 	$(BIN)/python tools/check_offline_book.py --self-test

@@ -10,6 +10,8 @@ import contextlib
 import hashlib
 import json
 import os
+import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -829,25 +831,28 @@ def build_parser() -> argparse.ArgumentParser:
         "torch.nn.Transformer), 'decode' (sentences/s of our decoding against "
         "CTranslate2 on the same weights), 'cache' (the key/value cache against "
         "recomputation), 'data' (a corpus of WMT14's size: encoding once, mapping, "
-        "batch assembly). Prints a table; -o also writes the numbers as JSON.",
+        "batch assembly), 'threads' (the default run on a quiet and a busy CPU). "
+        "Prints a table; -o also writes the numbers as JSON.",
     )
     modes = main_parser.add_subparsers(dest="mode", required=True, metavar="MODE")
-    train, decode, cache, feed = (
+    train, decode, cache, feed, threads = (
         _train_options(modes),
         _decode_options(modes),
         _cache_options(modes),
         _data_options(modes),
+        _threads_options(modes),
     )
-    for mode in (train, decode, feed):
+    for mode in (train, decode, feed, threads):
         mode.add_argument(
             "--data-dir",
             type=Path,
             metavar="DIR",
             help="data directory (default: $AT_DATA_DIR, else the download cache)",
         )
-        add_device_option(mode)
         add_progress_option(mode)
-    for mode in (train, decode, cache, feed):
+        if mode is not threads:  # the default run: on the CPU
+            add_device_option(mode)
+    for mode in (train, decode, cache, feed, threads):
         mode.add_argument(
             "--output",
             "-o",
@@ -902,6 +907,7 @@ def main(argv: list[str] | None = None) -> int:
         "decode": (benchmark_decoding, print_decoding),
         "cache": (time_cache, print_cache),
         "data": (benchmark_data, print_data),
+        "threads": (benchmark_threads, print_threads),
     }[args.mode]
     report = run(args)
     report["command"] = "python -m annotated_transformer.benchmark " + " ".join(
@@ -1106,6 +1112,106 @@ def _data_options(modes) -> argparse.ArgumentParser:
         "temporary folder)",
     )
     mode.add_argument("--worker", help=argparse.SUPPRESS)
+    return mode
+
+
+def first_updates(run: Path, args, threads: int) -> dict:
+    """The speed and the loss of the default command's metric line at update
+    ``args.steps``, and its line on the thread count (when it chose one). The run
+    stops there: no test scoring."""
+    command = [sys.executable, "-m", "annotated_transformer.train", "--no-progress"]
+    command += ["--out-dir", str(run), "--max-steps", str(args.steps)]
+    command += ["--threads", str(threads)] if threads else []
+    command += ["--data-dir", str(args.data_dir)] if args.data_dir else []
+    # the run must not inherit a fixed count from this shell
+    env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
+    chose = line = ""
+    with subprocess.Popen(
+        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    ) as train:
+        for line in train.stdout:
+            chose = line.strip() if line.startswith("CPU threads") else chose
+            if line.startswith(f"update {args.steps:,}/"):
+                train.send_signal(signal.SIGKILL)  # the metric line is written
+                break
+        output = line + train.stdout.read()
+    records = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
+    at_end = [r for r in records if r.get("step") == args.steps and "loss" in r]
+    if not at_end:
+        raise RuntimeError(f"the training run stopped early: {output[-500:]}")
+    return {
+        "tokens_per_s": at_end[0]["tokens_per_s"],
+        "loss": at_end[0]["loss"],
+        "chose": chose,
+    }
+
+
+def benchmark_threads(args) -> dict:
+    """The ``threads`` mode: the default command on a quiet CPU and with one core
+    kept busy, at PyTorch's default thread count and at the count it chooses."""
+    default = torch.get_num_threads()
+    settings = [(busy, n) for busy in (False, True) for n in (default, 0)]
+    results = []
+    with tempfile.TemporaryDirectory() as work:
+        for busy, threads in tqdm(settings, desc="settings", disable=not args.progress):
+            # a program that keeps one core busy, as a browser tab can
+            other = [sys.executable, "-c", "while True: pass"]
+            hog = subprocess.Popen(other) if busy else None
+            try:
+                run = Path(work) / f"run-{len(results)}"
+                r = first_updates(run, args, threads)
+            finally:
+                if hog:
+                    hog.kill()
+                    hog.wait()
+            results.append({"busy": busy, "threads": threads or "chosen", **r})
+    quiet = results[0]["tokens_per_s"]
+    for r in results:
+        r["vs_quiet_default"] = r["tokens_per_s"] / quiet
+    return {
+        "mode": "threads",
+        "device": describe("cpu"),
+        "steps": args.steps,
+        "default_threads": default,
+        "results": results,
+    }
+
+
+def print_threads(report: dict) -> None:
+    print(
+        f"the default run's first {report['steps']} updates on "
+        f"{report['device']['cpu']} ({report['default_threads']} threads by default)"
+    )
+    print(
+        f"{'CPU':<14} {'threads':<8} {'tokens/s':>9} {'vs quiet':>9} {'loss':>9}  "
+        "choice"
+    )
+    for r in report["results"]:
+        cpu = "one core busy" if r["busy"] else "quiet"
+        chose = re.sub(r" \(--threads.*", "", r["chose"])
+        print(
+            f"{cpu:<14} {r['threads']!s:<8} {r['tokens_per_s']:>9,.0f} "
+            f"{r['vs_quiet_default']:>9.2f} {r['loss']:>9.6f}  {chose}"
+        )
+
+
+def _threads_options(modes) -> argparse.ArgumentParser:
+    mode = modes.add_parser(
+        "threads",
+        help="the default run on a quiet CPU and with one core kept busy",
+        description="Train the default run's first updates four times: on a quiet "
+        "CPU and with one core kept busy by another program, at PyTorch's default "
+        "thread count and at the count the run chooses by timing. Run it with "
+        "nothing else running.",
+    )
+    mode.add_argument(
+        "--steps",
+        type=int,
+        default=at_scale(smoke=4, laptop=100),
+        metavar="N",
+        help="updates of each run; the speed is the metric line's at update N "
+        "(default: %(default)s)",
+    )
     return mode
 
 

@@ -159,6 +159,7 @@ AFTER_TRAINING = (
     "data_dir",
     "compile",
     "device",
+    "threads",
     "out_dir",
 )
 # Settings added after the first runs were made, each with the value that every

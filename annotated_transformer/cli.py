@@ -89,6 +89,17 @@ def add_device_option(parser) -> None:
     )
 
 
+def add_threads_option(parser) -> None:
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=0,
+        metavar="N",
+        help="CPU threads (default: 0, the cores no other program keeps busy; "
+        "OMP_NUM_THREADS also fixes the count)",
+    )
+
+
 def add_progress_option(parser) -> None:
     parser.add_argument(
         "--progress",
@@ -190,6 +201,7 @@ def add_model_arguments(parser: argparse.ArgumentParser, batches: bool = True) -
         group, names=[n for n in DECODE_OPTIONS if batches or n != "eval_batch_tokens"]
     )
     add_device_option(group)
+    add_threads_option(group)
     add_progress_option(group)
 
 
@@ -202,6 +214,11 @@ def model_from_args(args):
             f"--average must be at least 1 (1: no averaging), got {args.average}"
         )
     device = devices.resolve_device(args.device)
+    if args.threads < 0:
+        raise ValueError(
+            f"--threads must be at least 0 (0: chosen), got {args.threads}"
+        )
+    devices.decoding_threads(device, args.threads)
     model, sp, settings, paths = load_run_model(
         args.run, args.checkpoint, args.average, device
     )

@@ -277,6 +277,11 @@ class RunConfig:
         0, "seed of the initialization, the dropout masks and the batch order"
     )
     device: str = setting("auto", "cpu, cuda, cuda:N, or auto (cuda when there is one)")
+    threads: int = setting(
+        0,
+        "CPU threads (0: PyTorch's default and fewer are timed on a few updates, "
+        "and the fastest is kept; OMP_NUM_THREADS also fixes the count)",
+    )
     bf16: bool = setting(True, "bf16 autocast on GPUs (CPUs always train in fp32)")
     compile: bool = setting(
         False,
@@ -307,52 +312,9 @@ class RunConfig:
     )
 
     def __post_init__(self):
-        positive = (
-            "batch_tokens",
-            "accumulate",
-            "warmup",
-            "max_steps",
-            "valid_every",
-            "keep_checkpoints",
-            "log_every",
-            "max_sentence_tokens",
-            "average",
-        )
-        for name in (*positive, "save_every", "max_train_pairs", "buckets", "seed"):
-            value, least = getattr(self, name), 1 if name in positive else 0
-            if not isinstance(value, int) or isinstance(value, bool) or value < least:
-                raise ValueError(
-                    f"{option(name)} must be an integer of at least {least}, got "
-                    f"{value!r}"
-                )
-        if self.seed >= 2**63:  # the random-number generators take 64-bit seeds
-            raise ValueError(f"--seed must be below 2**63, got {self.seed}")
-        # finite numbers (a comparison alone lets NaN through); a learning rate a
-        # thousand times eq. 3's is already far past any that trains
-        if not 0 < self.lr_factor <= 1000:
-            raise ValueError(
-                f"--lr-factor must be above 0 and at most 1000, got {self.lr_factor!r}"
-            )
-        for name in ("max_minutes", "save_every_minutes"):
-            value = getattr(self, name)
-            if not (math.isfinite(value) and value >= 0):
-                raise ValueError(
-                    f"{option(name)} must be a finite number of at least 0, got "
-                    f"{value!r}"
-                )
-        _ = self.decoding  # DecodeConfig checks its own settings
-        if not self.save_every and not self.save_every_minutes:
-            raise ValueError(
-                "checkpoints need a schedule: set --save-every (updates) or "
-                "--save-every-minutes"
-            )
+        check_run_config(self)  # below
         # "runs/x/" is the run "runs/x".
         object.__setattr__(self, "out_dir", os.path.normpath(self.out_dir))
-        if self.keep_checkpoints < self.average:
-            raise ValueError(
-                f"--keep-checkpoints {self.keep_checkpoints} keeps fewer checkpoints "
-                f"than the {self.average} to --average"
-            )
 
     @property
     def decoding(self) -> DecodeConfig:
@@ -362,6 +324,53 @@ class RunConfig:
 
     def replace(self, **changes) -> "RunConfig":
         return checked_replace(self, **changes)
+
+
+def check_run_config(run: RunConfig) -> None:
+    """Refuse a bad setting, naming its option, before any work starts."""
+    positive = (
+        "batch_tokens",
+        "accumulate",
+        "warmup",
+        "max_steps",
+        "valid_every",
+        "keep_checkpoints",
+        "log_every",
+        "max_sentence_tokens",
+        "average",
+    )
+    others = ("save_every", "max_train_pairs", "buckets", "seed", "threads")
+    for name in (*positive, *others):
+        value, least = getattr(run, name), 1 if name in positive else 0
+        if not isinstance(value, int) or isinstance(value, bool) or value < least:
+            raise ValueError(
+                f"{option(name)} must be an integer of at least {least}, got {value!r}"
+            )
+    if run.seed >= 2**63:  # the random-number generators take 64-bit seeds
+        raise ValueError(f"--seed must be below 2**63, got {run.seed}")
+    # finite numbers (a comparison alone lets NaN through); a learning rate a
+    # thousand times eq. 3's is already far past any that trains
+    if not 0 < run.lr_factor <= 1000:
+        raise ValueError(
+            f"--lr-factor must be above 0 and at most 1000, got {run.lr_factor!r}"
+        )
+    for name in ("max_minutes", "save_every_minutes"):
+        value = getattr(run, name)
+        if not (math.isfinite(value) and value >= 0):
+            raise ValueError(
+                f"{option(name)} must be a finite number of at least 0, got {value!r}"
+            )
+    _ = run.decoding  # DecodeConfig checks its own settings
+    if not run.save_every and not run.save_every_minutes:
+        raise ValueError(
+            "checkpoints need a schedule: set --save-every (updates) or "
+            "--save-every-minutes"
+        )
+    if run.keep_checkpoints < run.average:
+        raise ValueError(
+            f"--keep-checkpoints {run.keep_checkpoints} keeps fewer checkpoints "
+            f"than the {run.average} to --average"
+        )
 
 
 # Smaller than the paper's base and regularised harder, for 29,000 sentence pairs

@@ -3,6 +3,13 @@
 
 """Where a command runs: the CPU, or a GPU that is there."""
 
+import os
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import psutil
 import torch
 
 
@@ -30,3 +37,109 @@ def resolve_device(name: str) -> str:
             f"cuda:0 to cuda:{torch.cuda.device_count() - 1}"
         )
     return name
+
+
+def thread_counts(default: int) -> list[int]:
+    """The thread counts a training run times: PyTorch's default (one per core), one
+    fewer, and half as many."""
+    return sorted({default, max(default - 1, 1), max(default // 2, 1)}, reverse=True)
+
+
+@dataclass(kw_only=True)
+class ThreadChooser:
+    """The thread count of a CPU's training updates, chosen by timing them.
+
+    Call ``pick`` before an update and ``took`` after it. The first update warms up
+    and is not timed. Then each of ``candidates`` trains ``trial`` updates, in turn,
+    and the fastest is kept. When the last ``window`` updates run at less than
+    ``slower`` times the speed measured for the kept count, all are timed again."""
+
+    candidates: list[int]  # one: a fixed count, nothing is timed
+    say: Callable[[str], None] = print
+    trial: int = 3
+    window: int = 10
+    slower: float = 0.5
+    clock: Callable[[], float] = time.perf_counter
+    plan: list = field(default_factory=list)  # the counts of the next timed updates
+    measured: dict = field(default_factory=dict)  # count: [tokens, seconds]
+    speed: dict = field(default_factory=dict)  # count: tokens/s, of the last trial
+    chosen: int | None = None
+    recent: deque = field(default_factory=deque)  # (tokens, seconds) since then
+    started: float = 0.0
+
+    def __post_init__(self):
+        if len(self.candidates) > 1:
+            # the warm-up update, then the trial
+            self.plan = [None] + self.candidates * self.trial
+
+    def pick(self) -> None:
+        """Set the thread count of the next update, and start its clock."""
+        if self.plan:
+            torch.set_num_threads(self.plan[0] or self.candidates[0])
+        self.started = self.clock()
+
+    def took(self, tokens: int) -> None:
+        """The update since ``pick`` is done; it trained on ``tokens`` tokens."""
+        seconds = self.clock() - self.started
+        if self.plan:
+            count = self.plan.pop(0)
+            if count is not None:
+                totals = self.measured.setdefault(count, [0, 0.0])
+                totals[0] += tokens
+                totals[1] += seconds
+            if not self.plan:
+                self.choose()
+        elif self.chosen is not None:
+            self.recent.append((tokens, seconds))
+            if len(self.recent) == self.window:
+                now = sum(t for t, _ in self.recent) / sum(s for _, s in self.recent)
+                if now < self.slower * self.speed[self.chosen]:
+                    self.say(
+                        f"training slowed to {now:,.0f} tokens/s ("
+                        f"{self.speed[self.chosen]:,.0f} when measured with "
+                        f"{self.chosen} threads): timing the thread counts again"
+                    )
+                    self.plan = self.candidates * self.trial
+                self.recent.popleft()
+
+    def choose(self) -> None:
+        self.speed = {n: t / max(s, 1e-9) for n, (t, s) in self.measured.items()}
+        self.chosen = max(self.speed, key=self.speed.get)
+        self.measured, self.recent = {}, deque()
+        torch.set_num_threads(self.chosen)
+        timed = "; ".join(f"{n}: {v:,.0f} tokens/s" for n, v in self.speed.items())
+        self.say(
+            f"CPU threads, {self.trial} updates each: {timed}; keeping "
+            f"{self.chosen} (--threads N fixes the count)"
+        )
+
+
+def fixed_threads() -> int:
+    """The thread count the user fixed with ``OMP_NUM_THREADS``, else 0."""
+    value = os.environ.get("OMP_NUM_THREADS", "").strip()
+    return int(value) if value.isdigit() and int(value) > 0 else 0
+
+
+def training_threads(device: str, threads: int, world: int, say) -> ThreadChooser:
+    """``--threads N`` or ``OMP_NUM_THREADS`` fixes the count; so do a GPU and many
+    processes (each waits for the others). Otherwise the count is timed."""
+    if threads:
+        torch.set_num_threads(threads)
+    if threads or fixed_threads() or device != "cpu" or world > 1:
+        return ThreadChooser(candidates=[torch.get_num_threads()], say=say)
+    return ThreadChooser(candidates=thread_counts(torch.get_num_threads()), say=say)
+
+
+def free_cores(seconds: float = 0.2) -> int:
+    """The cores that no program kept busy over the last ``seconds`` (at least 1)."""
+    busy = sum(psutil.cpu_percent(interval=seconds, percpu=True)) / 100
+    return max(1, round((psutil.cpu_count() or 1) - busy))
+
+
+def decoding_threads(device: str, threads: int) -> None:
+    """``--threads N`` or ``OMP_NUM_THREADS`` fixes the count; otherwise a CPU decodes
+    with PyTorch's default, or fewer when other programs keep cores busy."""
+    if threads:
+        torch.set_num_threads(threads)
+    elif device == "cpu" and not fixed_threads():
+        torch.set_num_threads(min(torch.get_num_threads(), free_cores()))

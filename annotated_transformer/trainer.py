@@ -15,6 +15,7 @@ from tqdm import tqdm
 
 from annotated_transformer import data, speed
 from annotated_transformer.config import RunConfig, TransformerConfig
+from annotated_transformer.devices import ThreadChooser, training_threads
 from annotated_transformer.diagnostics import source_alignment
 from annotated_transformer.flops import (
     batch_lengths,
@@ -75,6 +76,7 @@ class Session:
     config: TransformerConfig
     model: torch.nn.Module  # the weights that checkpoints save
     update: Update  # how one optimizer update is made (chapter 11)
+    threads: ThreadChooser  # on a CPU, how many threads an update uses (appendix B)
     peak: float | None = None  # the device's peak FLOP/s, when known
 
     def parts(self) -> dict:
@@ -142,6 +144,7 @@ def start(model_config: TransformerConfig, run: RunConfig) -> Session:
         config=config,
         model=model,
         update=update,
+        threads=training_threads(folder.device, run.threads, folder.world, tqdm.write),
         peak=peak_flops(folder.device, on_gpu and run.bf16, seconds=0.3),
     )
 
@@ -183,7 +186,9 @@ def train_session(s: Session, progress: bool) -> dict:
     s.model.train()
     with folder.guard() as interrupt, bar:
         while at.step < run.max_steps:
+            s.threads.pick()  # on a CPU, timed to find the fastest thread count
             update = train_step(s, at)
+            s.threads.took(update.tgt_tokens)
             meter.add(at, update)
             bar.update(1)
             if at.step % run.log_every == 0 or at.step in (first + 1, run.max_steps):

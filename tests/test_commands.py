@@ -180,6 +180,7 @@ def test_translate_files_with_averaging(trained_run, tmp_path, text_corpus):
         (["--input", "/nonexistent.txt"], "no input file"),
         (["--beam", "0"], "--beam-size must be an integer of at least 1, got 0"),
         (["--max-extra", "-1"], "--max-extra must be an integer of at least 0, got -1"),
+        (["--threads", "-1"], "--threads must be at least 0 (0: chosen), got -1"),
     ],
 )
 def test_translate_bad_input_is_a_clear_error(trained_run, capsys, argv, message):
