@@ -230,7 +230,8 @@ class RunConfig:
 
     corpus: str = setting(
         "multi30k",
-        "multi30k, wmt14, europarl, or text (files SPLIT.LANG in the data directory)",
+        "multi30k, wmt14, europarl, figure (Europarl with more parliament, news and "
+        "TED text), or text (files SPLIT.LANG in the data directory)",
     )
     src_lang: str = setting("en", "source language")
     tgt_lang: str = setting("de", "target language")

@@ -110,7 +110,14 @@ WMT14_TEST = {"dev": ("wmt13", "newstest2013"), "test": ("wmt14/full", "newstest
 EUROPARL_URL = "https://www.statmt.org/europarl/v7/de-en.tgz"
 # The figure model's text: the first 20,000 pairs, the last 1,000 of them held out.
 EUROPARL_FIRST, EUROPARL_VALID = 20_000, 1_000
-CORPORA = ("multi30k", "wmt14", "europarl", "text")
+CORPORA = ("multi30k", "wmt14", "europarl", "figure", "text")
+# More parliament, news and TED text for the figure model (chapter 15), in
+# DIR/extra-en-de/
+FIGURE_FOLDERS = (
+    "europarl-causalmt-devtest",
+    "wmt-newstest-other-years",
+    "iwslt2017-ted-devtest",
+)
 
 
 def default_data_dir() -> Path:
@@ -345,6 +352,28 @@ def load_europarl(split: str, src: str, tgt: str, data_dir: Path):
     return pairs if src == "en" else [(b, a) for a, b in pairs]
 
 
+def load_figure(split: str, src: str, tgt: str, data_dir: Path):
+    """Europarl's ``train`` with the folders of ``FIGURE_FOLDERS``, or its ``valid``."""
+    if split not in ("train", "valid"):
+        raise DataError(
+            f"the figure corpus has the splits train and valid, not {split!r}"
+        )
+    pairs = load_europarl(split, src, tgt, data_dir)
+    if split == "valid":
+        return pairs
+    held_out = {
+        side for pair in load_europarl("valid", src, tgt, data_dir) for side in pair
+    }
+    read = [f"{len(pairs):,} from europarl-v7-sample"]
+    for folder in FIGURE_FOLDERS:
+        more = load_text("train", src, tgt, data_dir / "extra-en-de" / folder)
+        kept = [p for p in more if p[0] not in held_out and p[1] not in held_out]
+        read.append(f"{len(kept):,} from {folder}")
+        pairs += kept
+    print(f"figure corpus, train: {len(pairs):,} pairs: {', '.join(read)}")
+    return pairs
+
+
 def load_text(split: str, src: str, tgt: str, data_dir: Path) -> list[tuple[str, str]]:
     """Any corpus as ``{split}.{lang}`` files (gzipped or not) in the data directory."""
     for suffix in ("", ".gz"):
@@ -363,13 +392,14 @@ def load_text(split: str, src: str, tgt: str, data_dir: Path) -> list[tuple[str,
 def load_pairs(
     corpus: str, split: str, src: str, tgt: str, data_dir: Path | None = None
 ) -> list[tuple[str, str]]:
-    """Sentence pairs of one split of a corpus: ``multi30k``, ``wmt14``, ``europarl``
-    or ``text``."""
+    """Sentence pairs of one split of a corpus: ``multi30k``, ``wmt14``, ``europarl``,
+    ``figure`` or ``text``."""
     data_dir = Path(data_dir) if data_dir else default_data_dir()
     loaders = {
         "multi30k": load_multi30k,
         "wmt14": load_wmt14,
         "europarl": load_europarl,
+        "figure": load_figure,
         "text": load_text,
     }
     if corpus not in loaders:

@@ -158,7 +158,7 @@ def test_missing_corpus_offline_says_what_to_fetch(tmp_path, monkeypatch):
     with pytest.raises(DataError, match=r"statmt.org/europarl/v7/de-en.tgz"):
         load_pairs("europarl", "train", "en", "de", tmp_path)
     with pytest.raises(
-        DataError, match="choose one of: multi30k, wmt14, europarl, text"
+        DataError, match="choose one of: multi30k, wmt14, europarl, figure, text"
     ):
         load_pairs("iwslt", "train", "en", "de", tmp_path)
 
@@ -219,6 +219,28 @@ def test_real_europarl_sample_gives_the_figure_models_splits(shared_data):
     }
     assert valid[0] == (lines["en"][19_000], lines["de"][19_000])
     assert valid[-1] == (lines["en"][19_999], lines["de"][19_999])
+
+
+def test_the_figure_corpus_adds_the_extra_folders_and_keeps_europarls_held_out_pairs(
+    shared_data, capsys
+):
+    train = load_pairs("figure", "train", "en", "de", shared_data)
+    said = capsys.readouterr().out
+    counts = {}
+    for folder in corpora.FIGURE_FOLDERS:
+        path = shared_data / "extra-en-de" / folder / "train.en.gz"
+        with gzip.open(path, "rt", encoding="utf-8") as lines:
+            counts[folder] = sum(1 for _ in lines)
+        # none of these pairs shares a side with a held-out pair
+        assert f"{counts[folder]:,} from {folder}" in said
+    assert len(train) == 19_000 + sum(counts.values())
+    assert f"figure corpus, train: {len(train):,} pairs" in said
+    valid = load_pairs("figure", "valid", "en", "de", shared_data)
+    assert valid == load_pairs("europarl", "valid", "en", "de", shared_data)
+    added = {side for pair in train[19_000:] for side in pair}
+    assert not {side for pair in valid for side in pair} & added
+    with pytest.raises(DataError, match="splits train and valid"):
+        load_pairs("figure", "test", "en", "de", shared_data)
 
 
 def test_real_wmt14_test_sets(shared_data):
