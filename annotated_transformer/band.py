@@ -10,32 +10,51 @@ same recipe can be compared with them while it trains.
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
+from annotated_transformer.cli import command
 from annotated_transformer.files import write_atomically
 from annotated_transformer.recipes import recipe
 
 SEED_RUNS = ("multi30k-en-de", "multi30k-en-de-seed1", "multi30k-en-de-seed2")
 
 
-def seed_band(folders: list[Path]) -> dict:
-    """The band of finished runs that differ only in their seed."""
-    configs = [json.loads((f / "config.json").read_text()) for f in folders]
-    for folder, config in zip(folders, configs):
-        if recipe(config) != recipe(configs[0]):
-            raise ValueError(f"{folder} trains another recipe than {folders[0]}")
-    losses: dict[str, list[float]] = {}
-    for folder in folders:
-        for line in (folder / "metrics.jsonl").read_text().splitlines():
+def finished_run(folder: Path) -> dict:
+    """What the band needs of one finished run: its recipe, seed, validation losses
+    and test score. A file that is missing or not what a run writes is an error that
+    names it."""
+    name = "config.json"
+    try:
+        config = json.loads((folder / name).read_text(encoding="utf-8"))
+        run = {"recipe": recipe(config), "seed": config["run"]["seed"], "nll": {}}
+        name = "metrics.jsonl"
+        for line in (folder / name).read_text(encoding="utf-8").splitlines():
             record = json.loads(line)
             if "valid_nll" in record:
-                losses.setdefault(str(record["step"]), []).append(record["valid_nll"])
+                run["nll"][str(record["step"])] = record["valid_nll"]
+        name = "results.json"
+        run["bleu"] = json.loads((folder / name).read_text(encoding="utf-8"))["bleu"]
+    except (OSError, ValueError) as error:  # unreadable, or not JSON
+        raise ValueError(f"{folder / name} cannot be read ({error})") from None
+    except (KeyError, TypeError, AttributeError) as error:
+        raise ValueError(
+            f"{folder / name} is not what a finished run writes (no {error})"
+        ) from None
+    return run
+
+
+def seed_band(folders: list[Path]) -> dict:
+    """The band of finished runs that differ only in their seed."""
+    runs = [finished_run(folder) for folder in folders]
+    for folder, run in zip(folders, runs):
+        if run["recipe"] != runs[0]["recipe"]:
+            raise ValueError(f"{folder} trains another recipe than {folders[0]}")
+    steps = [step for step in runs[0]["nll"] if all(step in r["nll"] for r in runs)]
     return {
-        "recipe": recipe(configs[0]),
-        "seeds": [c["run"]["seed"] for c in configs],
-        "valid_nll": {k: v for k, v in losses.items() if len(v) == len(folders)},
-        "bleu": [json.loads((f / "results.json").read_text())["bleu"] for f in folders],
+        "recipe": runs[0]["recipe"],
+        "seeds": [r["seed"] for r in runs],
+        "valid_nll": {step: [r["nll"][step] for r in runs] for step in steps},
+        "bleu": [r["bleu"] for r in runs],
     }
 
 
@@ -58,13 +77,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    try:
-        band = seed_band(args.runs)
-    except (OSError, ValueError, KeyError) as error:  # a missing file or field
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+@command(parser=build_parser)
+def main(args: argparse.Namespace) -> int:
+    band = seed_band(args.runs)
     write_atomically(args.output, json.dumps(band, indent=1) + "\n")
     print(f"wrote {args.output}: {len(band['seeds'])} seeds")
     return 0

@@ -8,6 +8,7 @@ import argparse
 import functools
 import os
 import re
+import signal
 import sys
 import tempfile
 from dataclasses import fields
@@ -28,6 +29,22 @@ from annotated_transformer.files import WriteError, is_stream, nearest_folder
 
 # 130 = 128 + SIGINT, what shells report for a program stopped by Ctrl-C.
 BAD_INPUT, INTERRUPTED = 2, 130
+# 141 = 128 + SIGPIPE: the reader of standard output went away, as `cat` reports it
+READER_GONE = 128 + signal.SIGPIPE
+
+
+def standard_streams() -> None:
+    """UTF-8 in and out whatever the locale (``LC_ALL=C`` would make an umlaut an
+    error after all the work), and a closed standard error (``2>&-``) that takes
+    messages nowhere: ``print(file=None)`` would send them into the output."""
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w", encoding="utf-8")
+    for stream in (sys.stdin, sys.stdout, sys.stderr):
+        encoding = getattr(stream, "encoding", None) or "utf-8"
+        if encoding.lower().replace("-", "") != "utf8" and hasattr(
+            stream, "reconfigure"
+        ):
+            stream.reconfigure(encoding="utf-8")
 
 
 def command(main=None, *, parser=None, also: tuple = ()):
@@ -43,8 +60,16 @@ def command(main=None, *, parser=None, also: tuple = ()):
 
     @functools.wraps(main)
     def run(argv: list[str] | None = None) -> int:
+        standard_streams()
         try:
-            return main(argv if parser is None else parser().parse_args(argv))
+            status = main(argv if parser is None else parser().parse_args(argv))
+            if sys.stdout is not None:
+                sys.stdout.flush()  # a reader that went away shows here, not at exit
+            return status
+        except BrokenPipeError:
+            # nothing more can reach the reader: no message, and none at exit either
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return READER_GONE
         except KeyboardInterrupt:
             print(
                 "interrupted (Ctrl-C); run the same command again to start over "

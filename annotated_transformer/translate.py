@@ -120,6 +120,13 @@ def main(args: argparse.Namespace) -> int:
             raise data.DataError(f"{args.input} is a folder; give a file to -i")
         if args.output is not None:
             check_writable(args.output)
+        # a closed stream (<&-, >&-) is refused before the work, which it would lose
+        if args.input is None and sys.stdin is None:
+            raise data.DataError("standard input is closed: give the sentences with -i")
+        if args.output is None and sys.stdout is None:
+            raise data.DataError(
+                "standard output is closed: give a file for the translations with -o"
+            )
         decoding = decoding_from_args(args)  # refused before the model is loaded
         model, sp, _, paths, device = model_from_args(args)
         translator = Translator(model, sp, device, decoding, args.progress)

@@ -35,7 +35,7 @@ from annotated_transformer.cli import (
 )
 from annotated_transformer.config import PAPER_DECODING, DecodeConfig
 from annotated_transformer.decoding import translate_sentences
-from annotated_transformer.files import write_atomically
+from annotated_transformer.files import is_stream, write_atomically
 from annotated_transformer.layers import subsequent_mask
 
 # --- from book/15_attention_figures.md ---
@@ -873,20 +873,23 @@ def choose(args, sentences: list[SentenceAttention]) -> SentenceAttention:
 IMAGE_FORMATS = ("png", "svg", "pdf")
 
 
-def image_path(args) -> Path:
-    """Where a line or grid view goes: -o, else attention-VIEW.FORMAT; -o and
-    --format must agree."""
+def image_path(args) -> tuple[Path, str]:
+    """Where a view goes and in which format: -o, else attention-VIEW.FORMAT; -o and
+    --format must agree. A stream (``/dev/stdout``, a pipe) keeps its name."""
     if args.view == "explorer":
         if args.format is not None:
             raise ValueError(
                 "--format is for the line and grid views; the explorer is HTML"
             )
-        return args.output or Path("attention.html")
+        return args.output or Path("attention.html"), "html"
+    chosen = args.format or "png"
     if args.output is None:
-        return Path(f"attention-{args.view}.{args.format or 'png'}")
+        return Path(f"attention-{args.view}.{chosen}"), chosen
     ending = args.output.suffix.lower()[1:]
     if not ending:
-        return args.output.with_suffix("." + (args.format or "png"))
+        if is_stream(args.output):
+            return args.output, chosen
+        return args.output.with_suffix("." + chosen), chosen
     if ending not in IMAGE_FORMATS:
         raise ValueError(
             f"-o {args.output}: a {args.view} view is written as "
@@ -894,7 +897,7 @@ def image_path(args) -> Path:
         )
     if args.format not in (None, ending):
         raise ValueError(f"-o {args.output} is .{ending} but --format is {args.format}")
-    return args.output
+    return args.output, ending
 
 
 def draw(args, sentences: list[SentenceAttention]) -> None:
@@ -904,8 +907,8 @@ def draw(args, sentences: list[SentenceAttention]) -> None:
             "<!doctype html><meta "
             f'charset="utf-8"><title>attention</title>{explorer(shown)}'
         )
-        target = image_path(args)
-        target.write_text(page, encoding="utf-8")
+        target, _ = image_path(args)
+        write_atomically(target, page.encode("utf-8"))
         print(f"wrote {target}")
         return
     chosen = choose(args, sentences)
@@ -920,10 +923,14 @@ def draw(args, sentences: list[SentenceAttention]) -> None:
             layers=None if args.layer is None else [args.layer],
             heads=args.heads,
         )
-    target = image_path(args)
+    target, image_format = image_path(args)
     # An SVG keeps its words as text, to be edited and searched in slides and papers.
     with plt.rc_context({"svg.fonttype": "none"}):
-        fig.savefig(target, dpi=150, bbox_inches="tight", format=target.suffix[1:])
+        # whole or not at all: an old image stays if the write fails
+        write_atomically(
+            target,
+            lambda f: fig.savefig(f, dpi=150, bbox_inches="tight", format=image_format),
+        )
     plt.close(fig)  # saved, not shown: a notebook would draw it again below the cell
     print(f"wrote {target}")
 

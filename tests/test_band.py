@@ -2,6 +2,7 @@
 and printed by `train` at each validation of a run of the band's recipe."""
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -69,3 +70,33 @@ def test_train_prints_the_band_of_its_recipe(
     assert (
         "stored seeds at update 2: validation loss 1.500 to 2.500" in out.out + out.err
     )
+
+
+@pytest.mark.parametrize(
+    "name, damage, message",
+    [
+        ("config.json", "{", "config.json cannot be read (Expecting"),
+        ("config.json", "[]", "config.json is not what a finished run writes"),
+        ("metrics.jsonl", '{"step": 1,\n', "metrics.jsonl cannot be read"),
+        ("results.json", '{"updates": 4}', "results.json is not what a finished run "),
+    ],
+)
+def test_a_damaged_run_file_is_a_one_line_error_that_names_it(
+    tmp_path, capsys, name, damage, message
+):
+    run = tmp_path / "run"
+    shutil.copytree(MEASURED / "multi30k-en-de", run)
+    (run / name).write_text(damage)
+    assert band.main([str(run), "-o", str(tmp_path / "band.json")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {run / name}") and message in err
+    assert err.count("\n") == 1 and not (tmp_path / "band.json").exists()
+
+
+def test_a_band_that_cannot_be_written_is_a_one_line_error(tmp_path, capsys):
+    runs = [str(run) for run in band.stored_seed_runs(MEASURED)]
+    for target, message in ((tmp_path, "it is a folder"), ("/dev/full", "/dev/full")):
+        assert band.main([*runs, "-o", str(target)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: cannot write") and message in err
+        assert err.count("\n") == 1

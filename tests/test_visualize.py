@@ -4,6 +4,10 @@ search and the command."""
 import json
 import math
 import re
+import resource
+import subprocess
+import sys
+from pathlib import Path
 
 import matplotlib
 import numpy as np
@@ -443,3 +447,51 @@ def test_command_writes_svg_with_words_as_text_and_the_measurements(tmp_path):
 def test_clashing_image_formats_are_one_line_errors(stored, argv, message, capsys):
     assert visualize.main(["--stored", str(stored), *argv]) == 2
     assert message in capsys.readouterr().err
+
+
+def visualize_process(*argv: str, limit: int | None = None):
+    """The command in a process of its own, its files limited to ``limit`` bytes (as
+    ``ulimit -f`` does)."""
+
+    def set_limit():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    return subprocess.run(
+        [sys.executable, "-m", "annotated_transformer.visualize", *argv],
+        capture_output=True,
+        preexec_fn=set_limit if limit else None,
+    )
+
+
+def test_an_image_write_cut_short_leaves_the_old_image_and_one_line(stored, tmp_path):
+    keep = tmp_path / "keep.png"
+    grid = ["--stored", str(stored), "--view", "grid", "-o", str(keep)]
+    assert visualize.main(grid) == 0
+    before = keep.read_bytes()
+    assert len(before) > 8192
+    result = visualize_process(*grid, limit=8192)
+    assert result.returncode == 2
+    assert keep.read_bytes() == before
+    lines = result.stderr.decode().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: cannot write {keep}")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.png", "stored.npz"]
+
+
+def test_images_go_into_new_folders_and_streams_and_a_full_device_is_one_line(
+    stored, tmp_path, capsys
+):
+    deep = tmp_path / "missing" / "sub" / "x.png"
+    assert visualize.main(["--stored", str(stored), "-o", str(deep)]) == 0
+    assert deep.read_bytes()[:4] == b"\x89PNG"
+    explorer = ["--stored", str(stored), "--view", "explorer", "-o", "/dev/full"]
+    assert visualize.main(explorer) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: cannot write /dev/full") and err.count("\n") == 1
+    # an SVG into standard output, not into a new file /dev/stdout.svg
+    result = visualize_process(
+        "--stored", str(stored), "-o", "/dev/stdout", "--format", "svg"
+    )
+    assert result.returncode == 0, result.stderr
+    out = result.stdout.decode()
+    assert out.startswith("<?xml") and out.endswith("wrote /dev/stdout\n")
+    assert not Path("/dev/stdout.svg").exists()
