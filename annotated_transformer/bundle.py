@@ -5,6 +5,7 @@
 model file."""
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -56,9 +57,17 @@ def build_parser() -> argparse.ArgumentParser:
 @command(parser=build_parser, also=(OSError, ImportError))
 def main(args: argparse.Namespace) -> int:
     run = Path(args.run).resolve()  # "--run ." names the folder it is in
+    if not (run / "config.json").is_file():
+        raise ValueError(f"{args.run} is not a run folder: it has no config.json")
     out = args.output or (None if args.ct2 else run.with_name(run.name + ".pt"))
     if out is not None:
         check_writable(out)
+        # the run's files (its checkpoints above all) are not the bundle's to replace
+        if run in Path(os.path.realpath(out)).parents:
+            raise ValueError(
+                f"-o {out} is inside the run folder {args.run}, whose files resuming "
+                "and averaging need: write the bundle outside it"
+            )
     result = bundle_run(args.run, out, args.average, args.ct2)
     mean = f"the mean of {', '.join(result['checkpoints'])}"
     if out is not None:

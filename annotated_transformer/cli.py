@@ -263,6 +263,21 @@ def split_lines(text: str) -> list[str]:
     return [" ".join(LINE_BREAKS_INSIDE.sub(" ", line).split()) for line in lines]
 
 
+def printable(text: str) -> str:
+    """``text`` safe to print: a name read from a file may hold control characters,
+    and an escape sequence would retitle the terminal or clear its screen. They are
+    shown as Python writes them (``\\x1b``)."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def file_name(text: str) -> str:
+    """``text`` as one file name inside its folder: what is not a letter, a digit,
+    '.', '_' or '-' becomes '_', and so does a leading dot (no '..', no hidden file).
+    A name read from a file cannot then lead a path out of its folder."""
+    safe = re.sub(r"[^A-Za-z0-9._-]", "_", text)
+    return "_" + safe[1:] if safe.startswith(".") else safe
+
+
 def check_writable(path: Path, option: str = "-o") -> None:
     """Refuse an output file that cannot be written, before any translating is done.
     Checking makes nothing: no folder, no file."""

@@ -16,7 +16,9 @@ from annotated_transformer.cli import (
     command,
     command_parser,
     decoding_from_args,
+    file_name,
     model_from_args,
+    printable,
 )
 from annotated_transformer.files import append_line, trim_torn_line, write_atomically
 from annotated_transformer.scoring import (
@@ -77,6 +79,8 @@ def main(args: argparse.Namespace) -> int:
     name = test_set or next(
         (k for k, v in TEST_SETS.items() if v == corpus_split), "-".join(corpus_split)
     )
+    # names read from the model's file are shown printable, and make no paths
+    name, languages = printable(name), printable(f"{src_lang}->{tgt_lang}")
     data_dir = args.data_dir or (
         Path(settings["run"]["data_dir"]) if settings["run"]["data_dir"] else None
     )
@@ -85,7 +89,7 @@ def main(args: argparse.Namespace) -> int:
     if args.limit and args.limit < len(pairs):
         name, pairs = f"{name}.first-{args.limit}", pairs[: args.limit]
     print(
-        f"{name} {src_lang}->{tgt_lang}: {len(pairs)} sentences, beam "
+        f"{name} {languages}: {len(pairs)} sentences, beam "
         f"{args.beam_size}, alpha {args.alpha}, {', '.join(p.name for p in paths)}, on "
         f"{device}",
         file=sys.stderr,
@@ -96,7 +100,7 @@ def main(args: argparse.Namespace) -> int:
         if weights.parent.name == "checkpoints"
         else weights.with_suffix(".eval")
     )
-    stem = f"{name}.beam{args.beam_size}.alpha{args.alpha}.avg{len(paths)}"
+    stem = f"{file_name(name)}.beam{args.beam_size}.alpha{args.alpha}.avg{len(paths)}"
     for path in (out / f"{stem}.hyp", out / "results.jsonl"):
         check_writable(path)  # before the long work, not after it
     hypotheses, summary, result = evaluate(

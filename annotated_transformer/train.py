@@ -11,8 +11,13 @@ import typing
 from pathlib import Path
 
 from annotated_transformer import corpora, devices, trainer
-from annotated_transformer.checkpoints import read_json
-from annotated_transformer.cli import add_progress_option, command, command_parser
+from annotated_transformer.checkpoints import CONFIG_REMEDY, check_same_run, read_json
+from annotated_transformer.cli import (
+    add_progress_option,
+    command,
+    command_parser,
+    printable,
+)
 from annotated_transformer.config import (
     OPTION_ALIASES,
     RUN_PRESETS,
@@ -166,13 +171,34 @@ RESULTS_REMEDY = (
 )
 
 
-def finished(run_config) -> dict | None:
-    """The stored result of a run that is fully trained and scored, else None."""
-    path = Path(run_config.out_dir) / "results.json"
+def finished(model_config, run_config) -> dict | None:
+    """The stored result of a run that is fully trained and scored, else None. A
+    finished run asked for with other settings is refused, as an unfinished one is."""
+    out_dir = Path(run_config.out_dir)
+    path = out_dir / "results.json"
     result = read_json(path, RESULTS_REMEDY) if path.is_file() else None
-    return (
-        result if result and result.get("updates", 0) >= run_config.max_steps else None
-    )
+    if result is None:
+        return None
+    shown = {"updates": int, "bleu": (int, float), "split": str, "bleu_signature": str}
+    if not isinstance(result, dict) or not all(
+        isinstance(result.get(k), kinds) for k, kinds in shown.items()
+    ):
+        raise ValueError(f"{path} is not the results a run writes. {RESULTS_REMEDY}")
+    if result["updates"] < run_config.max_steps:
+        return None
+    saved = read_json(out_dir / "config.json", CONFIG_REMEDY)
+    if not isinstance(saved, dict) or not isinstance(saved.get("run"), dict):
+        raise ValueError(
+            f"{out_dir / 'config.json'} is not the settings a run writes. "
+            f"{CONFIG_REMEDY}"
+        )
+    asked = {
+        "model": model_config.to_dict(),
+        "run": dataclasses.asdict(run_config),
+        "world_size": saved.get("world_size", 1),  # a finished run trains no more
+    }
+    check_same_run(out_dir, saved, asked)
+    return result
 
 
 # The copy task's model and data are its own (chapter 9).
@@ -230,11 +256,12 @@ def main(argv: list[str] | None = None) -> int:
             f"held-out exact match: {accuracy:.1%} of 1000 sequences (greedy decoding)"
         )
         return 0
-    done = finished(run_config)
+    done = finished(model_config, run_config)
     if done:
         print(
             f"{run_config.out_dir} is finished: {done['updates']:,} updates, sacreBLEU "
-            f"{done['bleu']} on {done['split']} ({done['bleu_signature']}). To train "
+            f"{done['bleu']} on {printable(done['split'])} "
+            f"({printable(done['bleu_signature'])}). To train "
             "further, raise --max-steps; to score it again, python -m "
             f"annotated_transformer.evaluate --run {run_config.out_dir}"
         )

@@ -100,11 +100,16 @@ def row_config(row: str, size: str = "quarter") -> TransformerConfig:
 
 
 def done_rows(results: Path) -> set:
-    """(size, row, seed, updates, initialization) of every result already stored."""
+    """(size, row, seed, updates, initialization) of every result already stored. A
+    last line without its newline, cut short by a crash, is left out; it must be the
+    start of a result."""
     if not results.is_file():
         return set()
     done = set()
-    for number, line in enumerate(results.read_text().splitlines(), 1):
+    *lines, torn = results.read_text().split("\n")
+    if torn and not torn.startswith("{"):
+        lines.append(torn)  # not a result cut short: checked, and refused, below
+    for number, line in enumerate(lines, 1):
         try:
             r = json.loads(line) if line.strip() else None
             if r is not None:
@@ -296,9 +301,10 @@ def main(args: argparse.Namespace) -> int:
             for seed in (base_seeds if row == "base" else [0])
         ]
         check_writable(args.results, "--results")
-        # A line cut short by a crash is dropped, and its row trained again.
-        trim_torn_line(args.results)
+        # A line cut short by a crash is dropped, and its row trained again; only
+        # once every other line is known to be a result.
         done = done_rows(args.results)
+        trim_torn_line(args.results)
         todo = [
             (row, seed)
             for row, seed in jobs

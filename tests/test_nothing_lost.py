@@ -680,3 +680,42 @@ def test_resuming_a_read_only_run_says_so(read_only, capsys):
     assert train.main(train_argv(read_only / "corpus", read_only / "run", 6)) == 2
     one_line_error(capsys, f"cannot write {read_only / 'run' / 'train.lock'}: ")
     assert hashes(read_only) == before
+
+
+def test_bundle_refuses_to_write_into_its_run_or_to_bundle_a_folder_that_is_no_run(
+    run, tmp_path, capsys
+):
+    newest = sorted((run / "checkpoints").glob("step-*.pt"))[-1]
+    before = newest.read_bytes()
+    for inside in (newest, run / "model.pt"):
+        assert bundle.main(["--run", str(run), "-o", str(inside)]) == 2
+        one_line_error(capsys, f"-o {inside} is inside the run folder {run}")
+    assert newest.read_bytes() == before and not (run / "model.pt").exists()
+    assert bundle.main(["--run", "/"]) == 2
+    one_line_error(capsys, "/ is not a run folder: it has no config.json")
+
+
+def test_names_read_from_a_bundle_make_no_path_out_of_its_folder_and_print_safely(
+    run, text_corpus, tmp_path, capsys
+):
+    model_file = tmp_path / "b.pt"
+    assert bundle.main(["--run", str(run), "-o", str(model_file)]) == 0
+    state = torch.load(model_file, weights_only=True)
+    # a test split that climbs out of the data folder, with an escape sequence that
+    # would retitle the terminal
+    hostile = "../escaped/x\x1b]0;owned\x07"
+    data = tmp_path / "data"
+    data.mkdir()
+    state["settings"]["run"].update(test_split=hostile, data_dir=str(data))
+    torch.save(state, model_file)
+    (tmp_path / "escaped").mkdir()
+    for lang in ("en", "de"):  # the loader finds the pairs where the name leads
+        shutil.copy(text_corpus / f"test.{lang}", data / f"{hostile}.{lang}")
+    before = {p for p in tmp_path.rglob("*")}
+    argv = ["--checkpoint", str(model_file), "--limit", "2", "--no-progress"]
+    assert evaluate.main(argv) == 0
+    made = {p for p in tmp_path.rglob("*")} - before
+    eval_folder = tmp_path / "b.eval"
+    assert made and all(p == eval_folder or eval_folder in p.parents for p in made)
+    said = capsys.readouterr()
+    assert "\x1b" not in said.out + said.err and "\\x1b]0;owned\\x07" in said.err

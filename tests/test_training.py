@@ -464,6 +464,18 @@ def test_a_finished_run_reports_instead_of_training_again(
     out = capsys.readouterr().out
     assert "is finished: 2 updates, sacreBLEU" in out and "model:" not in out
     assert (tmp_path / "run" / "metrics.jsonl").read_text() == lines
+    # other settings are refused, as for a run that is not finished
+    wider = _cli(text_corpus, tmp_path / "run", "--max-steps", "2", "--d-model", "64")
+    assert train.main(wider) == 2
+    assert "holds a run with different settings (--d-model)" in capsys.readouterr().err
+    # a results file that is not what a run writes is named, with what to do
+    results = tmp_path / "run" / "results.json"
+    for damaged in ('{"updates": "many"}', "[]"):
+        results.write_text(damaged)
+        assert train.main(_cli(text_corpus, tmp_path / "run", "--max-steps", "2")) == 2
+        err = capsys.readouterr().err
+        assert f"{results} is not the results a run writes" in err
+        assert err.count("\n") == 1
 
 
 def test_a_second_trainer_on_the_same_folder_is_refused(text_corpus, tmp_path, capsys):

@@ -101,3 +101,25 @@ def test_a_sweep_skips_rows_it_has_and_refuses_bad_settings(tmp_path, capsys):
     assert "--first-seed" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         variations.main(["--size", "tenth"])
+
+
+@pytest.mark.parametrize("last", ["", "\n"])
+def test_a_file_that_is_not_results_is_refused_before_anything_is_cut(
+    tmp_path, capsys, last
+):
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my notes\nthe last line" + last)
+    before = notes.read_bytes()
+    argv = ["--rows", "base", "--size", "half", "--results", str(notes)]
+    assert variations.main([*argv, "--max-steps", "7", "--no-progress"]) == 2
+    assert f"{notes} line 1 is not a result" in capsys.readouterr().err
+    assert notes.read_bytes() == before
+
+
+def test_a_result_cut_short_is_left_out_and_cut_from_the_file(tmp_path):
+    results = tmp_path / "results.jsonl"
+    whole = json.dumps(
+        {"size": "half", "row": "base", "seed": 0, "updates": 7, "model": {}}
+    )
+    results.write_text(whole + "\n" + whole[:20])
+    assert variations.done_rows(results) == {("half", "base", 0, 7, "xavier")}
