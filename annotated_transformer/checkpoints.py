@@ -17,6 +17,7 @@ from pathlib import Path
 import torch
 
 from annotated_transformer.config import TransformerConfig, option
+from annotated_transformer.data import read_vocabulary
 from annotated_transformer.files import (
     check_room,
     is_stream,
@@ -102,6 +103,13 @@ def load_checkpoint(path: Path, file=None) -> dict:
         reason = (  # its first sentence
             re.split(r"(?<=\.)\s|\n", str(error).strip())[0].rstrip(".") or "no message"
         )
+        # a pickle that names a Python function: what a file made to run code holds
+        if re.search("unsupported global", str(error), re.IGNORECASE):
+            raise CheckpointError(
+                f"{path} holds Python objects besides tensors, which could run code "
+                "when loaded, and this package never loads them: it is not a file "
+                "this package wrote"
+            ) from None
         if Path(path).parent.name == "checkpoints" and re.fullmatch(
             r"(step|resume)-\d+\.pt", Path(path).name
         ):
@@ -386,8 +394,6 @@ def load_model(paths: list[Path], device: str = "cpu"):
 
     ``paths`` are checkpoints of one run folder, or a single model file written by
     ``bundle``."""
-    import sentencepiece as spm
-
     with opened(paths) as files:
         last = load_checkpoint(paths[-1], files[-1])  # each file is read once
         settings = last["settings"]
@@ -401,8 +407,10 @@ def load_model(paths: list[Path], device: str = "cpu"):
         model.load_state_dict(average_weights(chain([last["model"]], earlier)))
     # the vocabulary travels inside the file
     if last.get("format") == MODEL_FILE_FORMAT:
-        sp = spm.SentencePieceProcessor(
-            model_proto=last["sentencepiece"].numpy().tobytes()
+        sp = read_vocabulary(
+            last["sentencepiece"].numpy().tobytes(),
+            f"the vocabulary inside {paths[-1]}",
+            "The file is damaged: bundle the run again.",
         )
         return model.to(device).eval(), sp, settings
     vocab_dir = paths[-1].parent.parent / "vocab"
@@ -415,7 +423,12 @@ def load_model(paths: list[Path], device: str = "cpu"):
             "or share one self-contained file made by python -m "
             "annotated_transformer.bundle"
         )
-    sp = spm.SentencePieceProcessor(model_file=str(vocabularies[0]))
+    sp = read_vocabulary(
+        vocabularies[0],
+        vocabularies[0],
+        "The run's checkpoints need the vocabulary they trained with: put back a "
+        "copy of it.",
+    )
     return model.to(device).eval(), sp, settings
 
 

@@ -12,6 +12,7 @@ import re
 import shutil
 import tarfile
 import urllib.request
+import zlib
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -36,7 +37,7 @@ def read_lines(path: Path) -> list[str]:
                         f"{path}, line {number}: not valid UTF-8 ({error.reason} at "
                         f"byte {error.start}); re-encode the file as UTF-8"
                     ) from None
-    except (OSError, EOFError) as error:
+    except (OSError, EOFError, zlib.error) as error:  # zlib: a corrupt .gz
         raise DataError(f"{path} cannot be read: {error}") from None
     if not lines:
         raise DataError(f"{path} is empty")

@@ -142,6 +142,22 @@ def train_shared_vocab(
     return spm.SentencePieceProcessor(model_file=str(path))
 
 
+def read_vocabulary(source: Path | bytes, name: str, remedy: str):
+    """A SentencePiece vocabulary from a file or from its bytes. One that does not load
+    is an error that names it (``name``) and says what to do (``remedy``)."""
+    import sentencepiece as spm
+
+    try:
+        if isinstance(source, bytes):
+            return spm.SentencePieceProcessor(model_proto=source)
+        return spm.SentencePieceProcessor(model_file=str(source))
+    except (RuntimeError, OSError) as error:
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else "-"
+        raise DataError(
+            f"{name} is not a SentencePiece vocabulary that loads ({reason}). {remedy}"
+        ) from None
+
+
 def dropped(
     src_ids: Sequence[int], tgt_ids: Sequence[int], max_tokens: int | None
 ) -> str:

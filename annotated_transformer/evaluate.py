@@ -84,7 +84,16 @@ def main(args: argparse.Namespace) -> int:
     data_dir = args.data_dir or (
         Path(settings["run"]["data_dir"]) if settings["run"]["data_dir"] else None
     )
-    pairs = corpora.load_pairs(*corpus_split, src_lang, tgt_lang, data_dir)
+    try:
+        pairs = corpora.load_pairs(*corpus_split, src_lang, tgt_lang, data_dir)
+    except corpora.DataError as error:
+        if args.data_dir is None and data_dir is not None:
+            # a folder recorded by training, maybe relative to where it ran
+            raise corpora.DataError(
+                f"{error} (the data folder is the one the model was trained with, "
+                f"{printable(str(data_dir))}: give --data-dir DIR to read another)"
+            ) from None
+        raise
     # a part of the set is scored under a name that says so
     if args.limit and args.limit < len(pairs):
         name, pairs = f"{name}.first-{args.limit}", pairs[: args.limit]

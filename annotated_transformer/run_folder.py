@@ -172,14 +172,15 @@ def prepare_data(
     as token ids, filtered; with ``cache`` the training pairs go into the run folder's
     token cache, built once and mapped by every process. Writes nothing else; returns
     the vocabulary's bytes if trained here, to be written later."""
-    import sentencepiece as spm
-
     train_pairs, valid_pairs = splits
     trained = (
         None if vocab_path.is_file() else data.train_vocab(train_pairs, vocab_size)
     )
-    sp = spm.SentencePieceProcessor(
-        **({"model_proto": trained} if trained else {"model_file": str(vocab_path)})
+    sp = data.read_vocabulary(
+        trained or vocab_path,
+        vocab_path,
+        "The run cannot go on without the vocabulary it trained with: put back a "
+        "copy of it, or train again in a new folder.",
     )
     if sp.get_piece_size() != vocab_size:
         raise data.DataError(

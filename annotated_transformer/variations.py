@@ -106,7 +106,10 @@ def done_rows(results: Path) -> set:
     if not results.is_file():
         return set()
     done = set()
-    *lines, torn = results.read_text().split("\n")
+    try:
+        *lines, torn = results.read_text(encoding="utf-8").split("\n")
+    except (OSError, UnicodeDecodeError) as error:
+        raise DataError(f"{results} cannot be read as results ({error})") from None
     if torn and not torn.startswith("{"):
         lines.append(torn)  # not a result cut short: checked, and refused, below
     for number, line in enumerate(lines, 1):

@@ -656,8 +656,10 @@ def explorer(sentences: list[SentenceAttention]) -> str:
     """A self-contained HTML fragment: selectors for sentence, kind, layer and head;
     hover a word for its lines."""
     element = f"at-explorer-{uuid.uuid4().hex[:8]}"
+    # No "<" in the data at all: "</script>" would end its block and "<!--" would
+    # hide the rest of the page; JSON reads "\\u003c" back as "<".
     payload = json.dumps(explorer_data(sentences), ensure_ascii=False).replace(
-        "</", "<\\/"
+        "<", "\\u003c"
     )
     colours = json.dumps([matplotlib.colors.to_hex(rgb) for rgb in HEAD_COLOURS])
     script = EXPLORER_SCRIPT.replace("__ROOT__", json.dumps(element)).replace(

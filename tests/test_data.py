@@ -409,3 +409,11 @@ def test_a_batch_reaches_the_gpu_through_pinned_memory_unchanged():
             getattr(moved, name).cpu(), getattr(batch, name)
         )
     assert moved.n_tokens == batch.n_tokens == 5
+
+
+def test_a_corrupt_gzip_file_is_a_one_line_error_that_names_it(tmp_path):
+    good = gzip.compress(b"a line\n" * 1000)
+    path = tmp_path / "train.en.gz"
+    path.write_bytes(good[:20] + bytes(b ^ 0x55 for b in good[20:60]) + good[60:])
+    with pytest.raises(DataError, match=f"{path} cannot be read"):
+        corpora.read_lines(path)

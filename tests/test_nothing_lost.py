@@ -719,3 +719,58 @@ def test_names_read_from_a_bundle_make_no_path_out_of_its_folder_and_print_safel
     assert made and all(p == eval_folder or eval_folder in p.parents for p in made)
     said = capsys.readouterr()
     assert "\x1b" not in said.out + said.err and "\\x1b]0;owned\\x07" in said.err
+
+
+class RunsCode:
+    """A pickle that would run a program when loaded without weights_only."""
+
+    def __reduce__(self):
+        return (os.system, ("echo this should never run",))
+
+
+def test_a_pickle_that_could_run_code_is_refused_for_what_it_is(tmp_path, capsys):
+    hostile = tmp_path / "model.pt"
+    torch.save({"model": RunsCode()}, hostile)
+    sentences = tmp_path / "in.en"
+    sentences.write_text("a red cat\n")
+    argv = ["--checkpoint", str(hostile), "-i", str(sentences)]
+    assert translate.main(argv) == 2
+    err = capsys.readouterr().err
+    assert "holds Python objects besides tensors, which could run code" in err
+    assert "copy it again" not in err and err.count("\n") == 1
+
+
+def test_a_damaged_vocabulary_is_named_by_translate_and_by_a_resumed_run(
+    run, text_corpus, tmp_path, capsys
+):
+    (vocabulary,) = (run / "vocab").glob("*.model")
+    vocabulary.write_bytes(b"not a sentencepiece model")
+    sentences = tmp_path / "in.en"
+    sentences.write_text("a red cat\n")
+    argv = ["--run", str(run), "-i", str(sentences), "--no-progress"]
+    assert translate.main(argv) == 2
+    one_line_error(capsys, f"{vocabulary} is not a SentencePiece vocabulary that loads")
+    assert train.main(train_argv(text_corpus, run, 6)) == 2
+    one_line_error(capsys, f"{vocabulary} is not a SentencePiece vocabulary that loads")
+
+
+def test_a_data_folder_recorded_by_training_that_is_not_here_says_to_give_one(
+    run, tmp_path, capsys, monkeypatch
+):
+    model_file = tmp_path / "b.pt"
+    assert bundle.main(["--run", str(run), "-o", str(model_file)]) == 0
+    state = torch.load(model_file, weights_only=True)
+    state["settings"]["run"]["data_dir"] = "corpus"  # relative to where it trained
+    torch.save(state, model_file)
+    monkeypatch.chdir(tmp_path)
+    assert evaluate.main(["--checkpoint", str(model_file), "--no-progress"]) == 2
+    one_line_error(capsys, "expected corpus/test.en", "give --data-dir DIR")
+
+
+def test_a_results_file_that_is_not_text_is_named(tmp_path, capsys):
+    results = tmp_path / "results.jsonl"
+    results.write_bytes(b"\xff\xfe{}\n")
+    argv = ["--rows", "base", "--size", "half", "--results", str(results)]
+    assert variations.main([*argv, "--no-progress"]) == 2
+    one_line_error(capsys, f"{results} cannot be read as results")
+    assert results.read_bytes() == b"\xff\xfe{}\n"

@@ -1,6 +1,7 @@
 """Capturing attention weights, merging pieces into words, the three views, the head
 search and the command."""
 
+import dataclasses
 import json
 import math
 import re
@@ -198,9 +199,7 @@ def test_explorer_embeds_oriented_data_and_loads_nothing():
             r'<script type="application/json" class="at-data">(.*?)</script>',
             page,
             re.S,
-        )
-        .group(1)
-        .replace("<\\/", "</")
+        ).group(1)
     )
     sentence = payload["sentences"][0]
     assert sentence["labels"]["cross"] == [attn.tgt_labels, attn.src_labels]
@@ -495,3 +494,13 @@ def test_images_go_into_new_folders_and_streams_and_a_full_device_is_one_line(
     out = result.stdout.decode()
     assert out.startswith("<?xml") and out.endswith("wrote /dev/stdout\n")
     assert not Path("/dev/stdout.svg").exists()
+
+
+def test_a_sentence_that_looks_like_markup_leaves_the_explorer_whole():
+    attn = dataclasses.replace(planted(), source="a <!--<script> and </script> b")
+    page = visualize.explorer([attn])
+    data = re.search(
+        r'<script type="application/json" class="at-data">(.*?)</script>', page, re.S
+    ).group(1)
+    assert "<" not in data  # nothing in it can end its block or open a comment
+    assert json.loads(data)["sentences"][0]["source"] == attn.source
