@@ -88,13 +88,14 @@ format: $(FULL)
 	$(BIN)/python -m annotated_transformer._literate export
 
 # Chapters are executed again only when their code changed (execute_notebooks: cache), or when AT_SCALE
-# differs from the last build's, since the cache does not see environment variables. They run with as
-# many threads as the cores that no other program keeps busy (unless OMP_NUM_THREADS says otherwise).
+# differs from the last build's, since the cache does not see environment variables. They train at
+# PyTorch's default thread count (unless OMP_NUM_THREADS says otherwise), not at one chosen by timing,
+# so that a page shows the same numbers however busy the machine was.
 book: $(FULL)
 	@mkdir -p _build
 	@[ "$$(cat _build/.scale 2>/dev/null)" = "$(AT_SCALE)" ] || rm -rf _build/.jupyter_cache
 	@echo "$(AT_SCALE)" > _build/.scale
-	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-$$($(BIN)/python -c "from annotated_transformer.devices import free_cores; print(free_cores())")} \
+	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-$$($(BIN)/python -c "import torch; print(torch.get_num_threads())")} \
 	  AT_SCALE=$(AT_SCALE) $(BIN)/jupyter-book build . -W --keep-going
 
 book-check: $(FULL)

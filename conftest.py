@@ -4,11 +4,11 @@ import os
 
 
 def pytest_configure(config):
-    """Every process the tests start uses the cores that no other program keeps busy
-    now, the rule of the decoding commands (appendix B): on a busy machine, one
-    thread per core makes every parallel region wait for the core it shares. A count
-    fixed with OMP_NUM_THREADS is kept."""
-    from annotated_transformer.devices import fixed_threads, free_cores
+    """Every process the tests start trains at one fixed thread count, PyTorch's
+    default (one per core), unless OMP_NUM_THREADS sets another. A count that a run
+    chose by timing (appendix B) could differ from one test run to the next with how
+    busy the machine is, and it changes the order of floating-point sums: a result
+    near a test's bound could then pass on one run and fail on the next."""
+    import torch
 
-    if not fixed_threads():
-        os.environ["OMP_NUM_THREADS"] = str(free_cores())
+    os.environ.setdefault("OMP_NUM_THREADS", str(torch.get_num_threads()))
