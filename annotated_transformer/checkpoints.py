@@ -6,21 +6,24 @@
 read safely, averaged."""
 
 import contextlib
+import dataclasses
+import hashlib
 import json
 import os
 import re
 import socket
 from collections.abc import Iterable
-from itertools import chain
 from pathlib import Path
 
+import psutil
 import torch
 
-from annotated_transformer.config import TransformerConfig, option
+from annotated_transformer.config import RunConfig, TransformerConfig, option
 from annotated_transformer.data import read_vocabulary
 from annotated_transformer.files import (
     check_room,
     is_stream,
+    size_text,
     write_atomically,
     write_error,
 )
@@ -295,6 +298,157 @@ def check_same_data(out_dir: Path, saved: dict | None, vocabulary: str) -> None:
         )
 
 
+# all a start cut short leaves before it records its settings
+STARTED = {"train.lock", "tokens", "vocab", "checkpoints"}
+
+
+def check_run_folder(out_dir: Path) -> None:
+    """Refuse to train in a folder this package did not make, or through a link."""
+    out_dir = Path(out_dir)
+    if not out_dir.exists():
+        return
+    if not out_dir.is_dir():
+        raise ValueError(f"--run {out_dir} is a file, not a run folder")
+    entries = list(out_dir.iterdir())
+    for name in ("checkpoints", "vocab", "tokens"):
+        folder = out_dir / name
+        if folder.is_dir() and not folder.is_symlink():
+            entries += folder.iterdir()
+    links = [p for p in entries if p.is_symlink()]
+    if links:
+        raise ValueError(
+            f"{links[0]} is a symbolic link, and a run folder holds only files "
+            "this package wrote there: replace the link with a copy of the file, "
+            "or use another --run"
+        )
+    names = {p.name for p in out_dir.iterdir() if not LEFTOVER.fullmatch(p.name)}
+    if "config.json" in names or latest_checkpoint(out_dir) or names <= STARTED:
+        return
+    raise ValueError(
+        f"{out_dir} is a folder this package did not make: it holds {len(names)} "
+        "files or folders, but no config.json and no checkpoint of a run. Name a "
+        "new or empty folder with --run"
+    )
+
+
+def configs_of(settings) -> tuple[TransformerConfig, RunConfig]:
+    """The model and run configurations that recorded settings describe. Settings a
+    later version dropped are skipped; a value of the wrong kind raises TypeError or
+    ValueError."""
+    if not isinstance(settings, dict) or not all(
+        isinstance(settings.get(part), dict) for part in ("model", "run")
+    ):
+        raise ValueError("no model and run settings")
+
+    def known(cls, values: dict) -> dict:
+        names = {f.name for f in dataclasses.fields(cls)}
+        return {k: v for k, v in values.items() if k in names}
+
+    model = TransformerConfig(**known(TransformerConfig, settings["model"]))
+    return model, RunConfig(**known(RunConfig, settings["run"]))
+
+
+def read_settings(path: Path) -> dict:
+    """A run's ``config.json``, checked."""
+    saved = read_json(path, CONFIG_REMEDY)
+    try:
+        configs_of(saved)
+    except (TypeError, ValueError) as error:
+        raise CheckpointError(
+            f"{path} is not the settings a run writes ({error}). {CONFIG_REMEDY}"
+        ) from None
+    return saved
+
+
+def fingerprint(source: Path | bytes) -> str:
+    """The SHA-256 of a file's bytes, in hexadecimal."""
+    data = source if isinstance(source, bytes) else Path(source).read_bytes()
+    return hashlib.sha256(data).hexdigest()
+
+
+def check_vocabulary(vocab: Path, recorded: dict | None, where: Path) -> None:
+    """Refuse a vocabulary file other than the one the settings ``recorded`` (read
+    from ``where``) name by its fingerprint."""
+    expected = ((recorded or {}).get("data") or {}).get("sha256")
+    found = fingerprint(vocab)
+    if expected and found != expected:
+        raise CheckpointError(
+            f"{vocab} is not the vocabulary that {where} was trained with: its "
+            f"SHA-256 begins {found[:12]}, and {where} records {expected[:12]}. Put "
+            "back the run's own vocabulary"
+        )
+
+
+def check_own_checkpoint(path: Path, state: dict, recorded: dict | None) -> None:
+    """Refuse a checkpoint of another run found among the run's own: its identity,
+    or its model settings, differ from what the run ``recorded``."""
+    theirs = state.get("settings") if isinstance(state, dict) else None
+    if recorded is None or not isinstance(theirs, dict):
+        return
+    ours_id, their_id = recorded.get("run_id"), theirs.get("run_id")
+    model = theirs.get("model") if isinstance(theirs.get("model"), dict) else {}
+    differs = [option(k) for k, v in recorded["model"].items() if model.get(k, v) != v]
+    if differs or (ours_id and their_id and ours_id != their_id):
+        reason = f"other model settings: {', '.join(differs)}" if differs else ""
+        raise CheckpointError(
+            f"{path} is a checkpoint of another run ({reason or 'another identity'}); "
+            f"move it out of {Path(path).parent}"
+        )
+
+
+def shapes(weights: dict) -> dict:
+    return {k: tuple(v.shape) for k, v in weights.items()}
+
+
+def checked_config(state: dict, path: Path, advice: str) -> TransformerConfig:
+    """The model configuration of a checkpoint or model file, checked against the
+    weights it holds; ``advice`` says what to do when they do not fit."""
+    settings = state.get("settings") if isinstance(state, dict) else None
+    try:
+        config, _ = configs_of({"run": {}, **(settings or {})})
+    except (TypeError, ValueError) as error:
+        raise CheckpointError(
+            f"{path} holds no settings a model can be built from ({error}). {advice}"
+        ) from None
+    with torch.device("meta"):
+        expected = shapes(make_model(config).state_dict())
+    weights = state.get("model")
+    if not isinstance(weights, dict) or not all(
+        isinstance(w, torch.Tensor) for w in weights.values()
+    ):
+        weights = {}
+    stored = shapes(weights)
+    wrong = sorted(k for k in expected.keys() & stored if expected[k] != stored[k])
+    for what, names in (
+        ("missing", sorted(expected.keys() - stored)),
+        ("unexpected", sorted(stored.keys() - expected)),
+        ("of another shape", wrong),
+    ):
+        if names:
+            raise CheckpointError(
+                f"{path} holds weights that do not fit its settings ({len(names)} "
+                f"{what}, such as {names[0]}). {advice}"
+            )
+    return config
+
+
+def check_training_memory(config: TransformerConfig, device: str) -> None:
+    """Refuse a model whose parameters alone do not fit the device's free memory."""
+    with torch.device("meta"):
+        n = sum(p.numel() for p in make_model(config).parameters())
+    needed = 16 * n
+    if device.startswith("cuda"):
+        free = torch.cuda.mem_get_info(torch.device(device))[0]
+    else:
+        free = psutil.virtual_memory().available
+    if needed > free:
+        raise ValueError(
+            f"the model has {n:,} parameters, and training them takes at least "
+            f"{size_text(needed)} (weights, gradients and Adam's two moments), but "
+            f"{device} has {size_text(free)} free: choose a smaller model"
+        )
+
+
 def average_weights(weights: Iterable[dict]) -> dict:
     """The element-wise mean of model state dicts, summed one at a time in double
     precision."""
@@ -342,6 +496,11 @@ def run_weights(
             raise CheckpointError(f"no checkpoint at {checkpoint}")
         return [Path(checkpoint)]
     latest, scheduled = latest_checkpoint(run), checkpoints(run)
+    if latest is None and being_trained(run):
+        raise CheckpointError(
+            f"{run} is training and has saved no checkpoint yet; try again after its "
+            "first (every --save-every updates, and when it stops)"
+        )
     if latest is None:
         raise CheckpointError(
             f"no checkpoints in {Path(run) / 'checkpoints'}; train first with python "
@@ -349,11 +508,7 @@ def run_weights(
         )
     if average is None:
         config = Path(run) / "config.json"
-        own = (
-            read_json(config, CONFIG_REMEDY)["run"].get("average", 1)
-            if config.is_file()
-            else 1
-        )
+        own = read_settings(config)["run"].get("average", 1) if config.is_file() else 1
         average = available_average(run, own)
     if average == 1:
         return [latest]
@@ -364,6 +519,20 @@ def run_weights(
             f"{len(scheduled)} scheduled ones{names}"
         )
     return scheduled[-average:]
+
+
+def being_trained(run: Path) -> bool:
+    """Whether a process holds the run's lock (``RunLock``): it is training."""
+    try:
+        import fcntl
+
+        with open(Path(run) / "train.lock", "rb") as file:
+            fcntl.flock(file, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except ImportError:  # Windows: no lock to ask
+        return False
+    except OSError as error:
+        return not isinstance(error, FileNotFoundError)  # held, or no lock file
+    return False
 
 
 def available_average(run: Path, wanted: int) -> int:
@@ -396,21 +565,41 @@ def load_model(paths: list[Path], device: str = "cpu"):
     ``bundle``."""
     with opened(paths) as files:
         last = load_checkpoint(paths[-1], files[-1])  # each file is read once
+        bundled = isinstance(last, dict) and last.get("format") == MODEL_FILE_FORMAT
+        advice = (
+            "It was damaged or edited: bundle the run again."
+            if bundled
+            else "Use a checkpoint that the run's training wrote."
+        )
+        config = checked_config(last, paths[-1], advice)
         settings = last["settings"]
-        config = TransformerConfig(**settings["model"]).replace(
-            fused_attention=device.startswith("cuda")
-        )
-        model = make_model(config)
-        earlier = (
-            load_checkpoint(p, f)["model"] for p, f in zip(paths[:-1], files[:-1])
-        )
-        model.load_state_dict(average_weights(chain([last["model"]], earlier)))
+        if bundled:
+            check_settings_fingerprint(last, paths[-1])
+        # every checkpoint must be one of the run's: the run that config.json
+        # records, or else the one the newest checkpoint comes from
+        recorded = paths[-1].parent.parent / "config.json"
+        recorded = read_settings(recorded) if recorded.is_file() else settings
+
+        def weights(path: Path, file) -> dict:
+            state = last if path == paths[-1] else load_checkpoint(path, file)
+            checked_config(state, path, advice)
+            if not bundled:
+                check_own_checkpoint(path, state, recorded)
+            return state["model"]
+
+        model = make_model(config.replace(fused_attention=device.startswith("cuda")))
+        # the newest first, then the earlier ones, one at a time
+        order = [(paths[-1], files[-1]), *zip(paths[:-1], files[:-1])]
+        model.load_state_dict(average_weights(weights(p, f) for p, f in order))
     # the vocabulary travels inside the file
-    if last.get("format") == MODEL_FILE_FORMAT:
+    if bundled:
+        vocabulary = last.get("sentencepiece")
         sp = read_vocabulary(
-            last["sentencepiece"].numpy().tobytes(),
+            vocabulary.numpy().tobytes()
+            if isinstance(vocabulary, torch.Tensor)
+            else b"",
             f"the vocabulary inside {paths[-1]}",
-            "The file is damaged: bundle the run again.",
+            advice,
         )
         return model.to(device).eval(), sp, settings
     vocab_dir = paths[-1].parent.parent / "vocab"
@@ -423,6 +612,7 @@ def load_model(paths: list[Path], device: str = "cpu"):
             "or share one self-contained file made by python -m "
             "annotated_transformer.bundle"
         )
+    check_vocabulary(vocabularies[0], settings, paths[-1])
     sp = read_vocabulary(
         vocabularies[0],
         vocabularies[0],
@@ -430,6 +620,21 @@ def load_model(paths: list[Path], device: str = "cpu"):
         "copy of it.",
     )
     return model.to(device).eval(), sp, settings
+
+
+def settings_fingerprint(settings: dict) -> str:
+    return fingerprint(json.dumps(settings, sort_keys=True).encode())
+
+
+def check_settings_fingerprint(state: dict, path: Path) -> None:
+    """Refuse a model file whose settings were changed after it was written: an edit
+    that keeps every weight's shape (the number of heads) would change the output."""
+    recorded = state.get("settings_sha256")
+    if recorded and recorded != settings_fingerprint(state["settings"]):
+        raise CheckpointError(
+            f"the settings inside {path} were changed after it was written, and they "
+            "no longer describe its weights: bundle the run again"
+        )
 
 
 def load_run_model(
@@ -455,17 +660,24 @@ def write_model_file(
     out: Path, model, sp, settings: dict, checkpoints: list[str]
 ) -> None:
     """One file: weights, configuration, run settings and the SentencePiece model (as
-    bytes)."""
+    bytes). The folders of the machine that trained it stay behind."""
     vocabulary = torch.frombuffer(
         bytearray(sp.serialized_model_proto()), dtype=torch.uint8
     )
+    run = {
+        k: v
+        for k, v in settings.get("run", {}).items()
+        if k not in ("data_dir", "out_dir")
+    }
+    kept = {"model": settings["model"], "run": run}
     save_checkpoint(
         Path(out),
         {
             "format": MODEL_FILE_FORMAT,
             "model": model.state_dict(),
             "sentencepiece": vocabulary,
-            "settings": {"model": settings["model"], "run": settings.get("run", {})},
+            "settings": kept,
+            "settings_sha256": settings_fingerprint(kept),
             "checkpoints": checkpoints,
         },
     )

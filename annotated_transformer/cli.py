@@ -14,6 +14,8 @@ import tempfile
 from dataclasses import fields
 from pathlib import Path
 
+import torch
+
 from annotated_transformer import devices
 from annotated_transformer.checkpoints import CheckpointError, load_run_model
 from annotated_transformer.config import (
@@ -45,6 +47,20 @@ def standard_streams() -> None:
             stream, "reconfigure"
         ):
             stream.reconfigure(encoding="utf-8")
+
+
+def out_of_memory(error: BaseException) -> str:
+    """One line for a model or a batch that did not fit in memory (a GPU's, or the
+    CPU allocator's "can't allocate memory"); "" for another error."""
+    first = (str(error).strip().splitlines() or ["no message"])[0]
+    if not isinstance(error, (MemoryError, torch.OutOfMemoryError)) and (
+        "can't allocate memory" not in first
+    ):
+        return ""
+    return (
+        f"out of memory ({first[:200]}); choose a smaller model, --batch-tokens "
+        "or --eval-batch-tokens, or another --device"
+    )
 
 
 def command(main=None, *, parser=None, also: tuple = ()):
@@ -79,6 +95,11 @@ def command(main=None, *, parser=None, also: tuple = ()):
             return INTERRUPTED
         except (DataError, CheckpointError, ValueError, WriteError, *also) as error:
             print(f"error: {error}", file=sys.stderr)
+            return BAD_INPUT
+        except (MemoryError, RuntimeError) as error:
+            if not out_of_memory(error):
+                raise
+            print(f"error: {out_of_memory(error)}", file=sys.stderr)
             return BAD_INPUT
 
     return run

@@ -116,10 +116,9 @@ def check_model_config(config: TransformerConfig) -> None:
             f"{config.n_heads}: set --d-k and --d-v explicitly"
         )
     for name in ("dropout", "attention_dropout", "label_smoothing"):
-        if not 0.0 <= getattr(config, name) < 1.0:
-            raise ValueError(
-                f"{option(name)} must be in [0, 1), got {getattr(config, name)!r}"
-            )
+        value = getattr(config, name)
+        if not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
+            raise ValueError(f"{option(name)} must be in [0, 1), got {value!r}")
     if config.positional not in ("sinusoidal", "learned"):
         raise ValueError(
             f"--positional must be 'sinusoidal' or 'learned', got {config.positional!r}"

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from annotated_transformer import corpora
+from annotated_transformer.checkpoints import configs_of
 from annotated_transformer.cli import (
     add_model_arguments,
     check_writable,
@@ -69,21 +70,16 @@ def main(args: argparse.Namespace) -> int:
     if args.limit < 0:
         raise ValueError("--limit must be at least 0")
     model, sp, settings, paths, device = model_from_args(args)
-    src_lang, tgt_lang, corpus = (
-        settings["run"][k] for k in ("src_lang", "tgt_lang", "corpus")
-    )
+    _, run = configs_of(settings)  # checked when the model was read
+    src_lang, tgt_lang, corpus = run.src_lang, run.tgt_lang, run.corpus
     test_set = TEST_SET_ALIASES.get(args.test_set, args.test_set)
-    corpus_split = (
-        TEST_SETS[test_set] if test_set else (corpus, settings["run"]["test_split"])
-    )
+    corpus_split = TEST_SETS[test_set] if test_set else (corpus, run.test_split)
     name = test_set or next(
         (k for k, v in TEST_SETS.items() if v == corpus_split), "-".join(corpus_split)
     )
     # names read from the model's file are shown printable, and make no paths
     name, languages = printable(name), printable(f"{src_lang}->{tgt_lang}")
-    data_dir = args.data_dir or (
-        Path(settings["run"]["data_dir"]) if settings["run"]["data_dir"] else None
-    )
+    data_dir = args.data_dir or (Path(run.data_dir) if run.data_dir else None)
     try:
         pairs = corpora.load_pairs(*corpus_split, src_lang, tgt_lang, data_dir)
     except corpora.DataError as error:

@@ -11,6 +11,7 @@ import os
 import shutil
 import signal
 import time
+import uuid
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -19,14 +20,19 @@ import torch.distributed as dist
 
 from annotated_transformer import corpora, data, speed
 from annotated_transformer.checkpoints import (
-    CONFIG_REMEDY,
     RunLock,
+    check_own_checkpoint,
+    check_run_folder,
     check_same_data,
     check_same_run,
+    check_training_memory,
+    check_vocabulary,
+    checked_config,
     checkpoints,
+    fingerprint,
     latest_checkpoint,
     load_checkpoint,
-    read_json,
+    read_settings,
     remove_leftovers,
     run_vocabulary,
     save_checkpoint,
@@ -284,23 +290,26 @@ class Interrupt:
             signal.signal(number, handler)
 
 
-def write_new_run(out_dir: Path, vocab_path: Path, trained, saved, settings) -> None:
+def write_new_run(out_dir: Path, vocab_path: Path, trained, settings) -> None:
     """Rank 0's first writes, once every input has proved good: the leftovers of a
     write cut short go, and a new run records its vocabulary and settings."""
     for path in remove_leftovers(out_dir):
         print(f"removed {path}, left by a write that was cut short")
     if trained:
         write_atomically(vocab_path, trained)
-    if saved is None:
-        recorded = {**settings, "data": {"vocabulary": vocab_path.name}}
-        write_atomically(out_dir / "config.json", json.dumps(recorded, indent=2))
+    if not (out_dir / "config.json").is_file():
+        write_atomically(out_dir / "config.json", json.dumps(settings, indent=2))
 
 
-def process_data(model_config, run, ranks: tuple, saved, settings, epoch: int):
+def process_data(model_config, run, ranks: tuple, recorded, settings, epoch: int):
     """This process's vocabulary, stream of updates (from ``epoch``), validation pairs
-    and, on rank 0, the folder's lock. ``ranks``: (this process, all processes)."""
+    and, on rank 0, the folder's lock. ``ranks``: (this process, all processes);
+    ``recorded``: (settings the run recorded, the file they were read from), or
+    None for a new run. Rank 0 adds the vocabulary's name and fingerprint to
+    ``settings``."""
     rank, world = ranks
     out_dir, lock = Path(run.out_dir), None
+    saved, where = recorded or (None, None)
     # Only rank 0 reads the training text; the others map the token cache that it
     # leaves.
     splits = load_splits(run, train=rank == 0)
@@ -308,21 +317,27 @@ def process_data(model_config, run, ranks: tuple, saved, settings, epoch: int):
         vocab_name = data.vocab_file(splits[0], model_config.vocab_size)
         vocab_path = out_dir / "vocab" / vocab_name
         check_same_data(out_dir, saved, vocab_path.name)
+        if vocab_path.is_file():
+            check_vocabulary(vocab_path, saved, where)
         sp, stream, valid_pairs, trained = first_data(
             model_config, run, world, vocab_path, splits, epoch
         )
+        settings["data"] = {
+            "vocabulary": vocab_name,
+            "sha256": fingerprint(trained or vocab_path),
+        }
         lock = RunLock(out_dir)
-        write_new_run(out_dir, vocab_path, trained, saved, settings)
+        write_new_run(out_dir, vocab_path, trained, settings)
     if dist.is_initialized():
         # The other processes read the vocabulary and the token cache that rank 0
         # wrote, however long it took to write them.
         dist.barrier(group=setup_group())
     if rank != 0:
-        recorded = read_json(out_dir / "config.json", CONFIG_REMEDY)
+        written = read_settings(out_dir / "config.json")
         sp, train_pairs, valid_pairs, _ = prepare_data(
             run,
             model_config.vocab_size,
-            out_dir / "vocab" / run_vocabulary(out_dir, recorded),
+            out_dir / "vocab" / run_vocabulary(out_dir, written),
             splits,
             lambda *_: 0,
         )
@@ -357,18 +372,31 @@ class RunFolder:
             "world_size": world,
         }
         out_dir = Path(run.out_dir)
-        if out_dir.exists() and not out_dir.is_dir():
-            raise ValueError(f"--run {out_dir} is a file, not a run folder")
+        check_run_folder(out_dir)
         check_lengths(model_config, run)
+        check_training_memory(model_config, device)
         config = out_dir / "config.json"
-        saved = read_json(config, CONFIG_REMEDY) if config.is_file() else None
-        check_same_run(out_dir, saved, settings)
+        recorded = (read_settings(config), config) if config.is_file() else None
         latest = latest_checkpoint(out_dir)
-        # A damaged checkpoint is refused before any write.
+        # A damaged checkpoint, or one of another run, is refused before any write.
         resume = (latest, load_checkpoint(latest)) if latest else None
+        if resume:
+            checked_config(
+                resume[1], latest, "Delete it to resume from the one before."
+            )
+        if resume and recorded is None:  # its settings stand for the deleted file's
+            recorded = (resume[1]["settings"], latest)
+        if resume:
+            check_own_checkpoint(latest, resume[1], recorded[0])
+        check_same_run(out_dir, recorded and recorded[0], settings)
+        # a new run's identity, which its checkpoints carry; runs made before
+        # identities were recorded go on without one
+        run_id = recorded[0].get("run_id") if recorded else uuid.uuid4().hex
+        if run_id:
+            settings["run_id"] = run_id
         epoch = resume[1].get("epoch", 0) if resume else 0
         sp, stream, valid_pairs, lock = process_data(
-            model_config, run, (rank, world), saved, settings, epoch
+            model_config, run, (rank, world), recorded, settings, epoch
         )
         return cls(
             run=run,

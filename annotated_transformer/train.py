@@ -11,7 +11,12 @@ import typing
 from pathlib import Path
 
 from annotated_transformer import corpora, devices, trainer
-from annotated_transformer.checkpoints import CONFIG_REMEDY, check_same_run, read_json
+from annotated_transformer.checkpoints import (
+    check_run_folder,
+    check_same_run,
+    read_json,
+    read_settings,
+)
 from annotated_transformer.cli import (
     add_progress_option,
     command,
@@ -175,6 +180,7 @@ def finished(model_config, run_config) -> dict | None:
     """The stored result of a run that is fully trained and scored, else None. A
     finished run asked for with other settings is refused, as an unfinished one is."""
     out_dir = Path(run_config.out_dir)
+    check_run_folder(out_dir)  # a folder it did not make is refused, not read
     path = out_dir / "results.json"
     result = read_json(path, RESULTS_REMEDY) if path.is_file() else None
     if result is None:
@@ -186,12 +192,7 @@ def finished(model_config, run_config) -> dict | None:
         raise ValueError(f"{path} is not the results a run writes. {RESULTS_REMEDY}")
     if result["updates"] < run_config.max_steps:
         return None
-    saved = read_json(out_dir / "config.json", CONFIG_REMEDY)
-    if not isinstance(saved, dict) or not isinstance(saved.get("run"), dict):
-        raise ValueError(
-            f"{out_dir / 'config.json'} is not the settings a run writes. "
-            f"{CONFIG_REMEDY}"
-        )
+    saved = read_settings(out_dir / "config.json")
     asked = {
         "model": model_config.to_dict(),
         "run": dataclasses.asdict(run_config),

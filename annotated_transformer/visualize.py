@@ -212,6 +212,26 @@ def save_attention(
     )
 
 
+def check_shapes(s: SentenceAttention, number: int) -> None:
+    """Refuse weights whose shapes do not fit each other and the labels: every kind
+    has the same layers and heads, and one row and column per label."""
+    if not all(
+        isinstance(labels, list) and all(isinstance(x, str) for x in labels)
+        for labels in (s.src_labels, s.tgt_labels)
+    ):
+        raise ValueError(f"sentence {number}'s labels are not lists of text")
+    first = s.encoder.shape[:2]
+    for kind in KINDS:
+        rows, columns = s.labels(kind)
+        expected = (*first, len(rows), len(columns))
+        if s.weights(kind).shape != expected or not np.isfinite(s.weights(kind)).all():
+            raise ValueError(
+                f"sentence {number}'s {kind} weights have the shape "
+                f"{s.weights(kind).shape}, and its labels and layers need {expected}, "
+                "all finite"
+            )
+
+
 def load_attention(path: Path) -> tuple[list[SentenceAttention], dict]:
     """The sentences stored by ``save_attention`` (weights as float32) and their
     ``about`` record."""
@@ -232,6 +252,8 @@ def load_attention(path: Path) -> tuple[list[SentenceAttention], dict]:
                 )
                 for i, m in enumerate(meta["sentences"])
             ]
+            for i, sentence in enumerate(sentences, 1):
+                check_shapes(sentence, i)
     except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile) as error:
         raise ValueError(
             f"{path} is not a file of attention weights written by --save, or it is "

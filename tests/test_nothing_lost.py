@@ -33,6 +33,7 @@ from annotated_transformer import (
     optimization,
     parsing,
     run_folder,
+    scoring,
     speed,
     train,
     trainer,
@@ -505,11 +506,21 @@ def test_a_full_disk_during_bundle_leaves_nothing(run, tmp_path):
 
 
 def test_a_full_disk_when_the_test_translations_are_written(
-    text_corpus, tmp_path, capsys
+    text_corpus, tmp_path, capsys, monkeypatch
 ):
     run = tmp_path / "run"
-    run.mkdir()
-    (run / "test.hyp").symlink_to("/dev/full")  # a device that is always full
+
+    def full_disk(path, content):  # the translations do not fit; the rest does
+        if Path(path).name == "test.hyp":
+            with open("/dev/full", "wb") as device:  # a device that is always full
+                try:
+                    device.write(b"x" * 100_000)
+                    device.flush()
+                except OSError as error:
+                    raise files.write_error(Path(path), error, 100_000) from None
+        files.write_atomically(path, content)
+
+    monkeypatch.setattr(scoring, "write_atomically", full_disk)
     assert train.main(train_argv(text_corpus, run, 2)) == 2
     one_line_error(
         capsys,
@@ -707,6 +718,8 @@ def test_names_read_from_a_bundle_make_no_path_out_of_its_folder_and_print_safel
     data = tmp_path / "data"
     data.mkdir()
     state["settings"]["run"].update(test_split=hostile, data_dir=str(data))
+    # made by hand, fingerprint and all
+    state["settings_sha256"] = checkpoints.settings_fingerprint(state["settings"])
     torch.save(state, model_file)
     (tmp_path / "escaped").mkdir()
     for lang in ("en", "de"):  # the loader finds the pairs where the name leads
@@ -748,8 +761,15 @@ def test_a_damaged_vocabulary_is_named_by_translate_and_by_a_resumed_run(
     sentences = tmp_path / "in.en"
     sentences.write_text("a red cat\n")
     argv = ["--run", str(run), "-i", str(sentences), "--no-progress"]
+    # its fingerprint is no longer the one the run recorded
     assert translate.main(argv) == 2
-    one_line_error(capsys, f"{vocabulary} is not a SentencePiece vocabulary that loads")
+    one_line_error(capsys, f"{vocabulary} is not the vocabulary that", "Put back")
+    assert train.main(train_argv(text_corpus, run, 6)) == 2
+    one_line_error(capsys, f"{vocabulary} is not the vocabulary that", "Put back")
+    # a run that recorded no fingerprint (made before they were) reads the file
+    config = json.loads((run / "config.json").read_text())
+    del config["data"]["sha256"]
+    (run / "config.json").write_text(json.dumps(config))
     assert train.main(train_argv(text_corpus, run, 6)) == 2
     one_line_error(capsys, f"{vocabulary} is not a SentencePiece vocabulary that loads")
 
@@ -761,6 +781,7 @@ def test_a_data_folder_recorded_by_training_that_is_not_here_says_to_give_one(
     assert bundle.main(["--run", str(run), "-o", str(model_file)]) == 0
     state = torch.load(model_file, weights_only=True)
     state["settings"]["run"]["data_dir"] = "corpus"  # relative to where it trained
+    state["settings_sha256"] = checkpoints.settings_fingerprint(state["settings"])
     torch.save(state, model_file)
     monkeypatch.chdir(tmp_path)
     assert evaluate.main(["--checkpoint", str(model_file), "--no-progress"]) == 2
