@@ -290,14 +290,18 @@ class Interrupt:
             signal.signal(number, handler)
 
 
-def write_new_run(out_dir: Path, vocab_path: Path, trained, settings) -> None:
+def write_new_run(out_dir: Path, vocab_path: Path, trained, settings, new) -> None:
     """Rank 0's first writes, once every input has proved good: the leftovers of a
-    write cut short go, and a new run records its vocabulary and settings."""
+    write cut short go, and a ``new`` run records its vocabulary and settings (a
+    vocabulary of an earlier start that trained nothing goes)."""
     for path in remove_leftovers(out_dir):
         print(f"removed {path}, left by a write that was cut short")
     if trained:
         write_atomically(vocab_path, trained)
-    if not (out_dir / "config.json").is_file():
+    for other in (out_dir / "vocab").glob("*.model") if new else ():
+        if other != vocab_path:
+            other.unlink()
+    if new or not (out_dir / "config.json").is_file():
         write_atomically(out_dir / "config.json", json.dumps(settings, indent=2))
 
 
@@ -316,7 +320,8 @@ def process_data(model_config, run, ranks: tuple, recorded, settings, epoch: int
     if rank == 0:
         vocab_name = data.vocab_file(splits[0], model_config.vocab_size)
         vocab_path = out_dir / "vocab" / vocab_name
-        check_same_data(out_dir, saved, vocab_path.name)
+        if saved is not None:
+            check_same_data(out_dir, saved, vocab_path.name)
         if vocab_path.is_file():
             check_vocabulary(vocab_path, saved, where)
         sp, stream, valid_pairs, trained = first_data(
@@ -327,7 +332,7 @@ def process_data(model_config, run, ranks: tuple, recorded, settings, epoch: int
             "sha256": fingerprint(trained or vocab_path),
         }
         lock = RunLock(out_dir)
-        write_new_run(out_dir, vocab_path, trained, settings)
+        write_new_run(out_dir, vocab_path, trained, settings, new=recorded is None)
     if dist.is_initialized():
         # The other processes read the vocabulary and the token cache that rank 0
         # wrote, however long it took to write them.
@@ -343,6 +348,25 @@ def process_data(model_config, run, ranks: tuple, recorded, settings, epoch: int
         )
         stream = UpdateStream(train_pairs, run, world, rank, epoch)
     return sp, stream, valid_pairs, lock
+
+
+def resume_point(out_dir: Path) -> tuple:
+    """(path, contents) of the checkpoint to resume from, and (the settings the run
+    recorded, the file they were read from); None for either when there is none. A
+    damaged checkpoint, or one of another run, is refused before any write."""
+    config = out_dir / "config.json"
+    recorded = (read_settings(config), config) if config.is_file() else None
+    latest = latest_checkpoint(out_dir)
+    if latest is None:
+        # nothing was trained (a start that failed before its first checkpoint): the
+        # settings given now are the run's
+        return None, None
+    state = load_checkpoint(latest)
+    checked_config(state, latest, "Delete it to resume from the one before.")
+    # a deleted config.json: the checkpoint's copy of the settings stands in
+    recorded = recorded or (state["settings"], latest)
+    check_own_checkpoint(latest, state, recorded[0])
+    return (latest, state), recorded
 
 
 @dataclass(kw_only=True)
@@ -375,19 +399,7 @@ class RunFolder:
         check_run_folder(out_dir)
         check_lengths(model_config, run)
         check_training_memory(model_config, device)
-        config = out_dir / "config.json"
-        recorded = (read_settings(config), config) if config.is_file() else None
-        latest = latest_checkpoint(out_dir)
-        # A damaged checkpoint, or one of another run, is refused before any write.
-        resume = (latest, load_checkpoint(latest)) if latest else None
-        if resume:
-            checked_config(
-                resume[1], latest, "Delete it to resume from the one before."
-            )
-        if resume and recorded is None:  # its settings stand for the deleted file's
-            recorded = (resume[1]["settings"], latest)
-        if resume:
-            check_own_checkpoint(latest, resume[1], recorded[0])
+        resume, recorded = resume_point(out_dir)
         check_same_run(out_dir, recorded and recorded[0], settings)
         # a new run's identity, which its checkpoints carry; runs made before
         # identities were recorded go on without one

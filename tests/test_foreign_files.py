@@ -18,6 +18,7 @@ from annotated_transformer import (
     checkpoints,
     evaluate,
     train,
+    trainer,
     translate,
     visualize,
 )
@@ -317,3 +318,23 @@ def test_a_run_that_trains_and_has_saved_nothing_yet_says_so(run, tmp_path, caps
     assert translate.main(translate_run(run, tmp_path)) == 2
     one_line_error(capsys, "train first")
     assert os.path.exists(run / "train.lock")
+
+
+def test_a_start_that_failed_before_its_first_checkpoint_takes_corrected_settings(
+    text_corpus, tmp_path, capsys, monkeypatch
+):
+    run = tmp_path / "run"
+
+    def no_memory(*_):
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(trainer, "train_step", no_memory)
+        assert train.main(train_argv(text_corpus, run, 2)) == 2
+    one_line_error(capsys, "out of memory (CUDA out of memory.", "--batch-tokens")
+    assert (run / "config.json").is_file() and not (run / "checkpoints").exists()
+    # another model, and another vocabulary, in the same folder
+    argv = train_argv(text_corpus, run, 2, "--d-model", "48", "--vocab-size", "90")
+    assert train.main(argv) == 0
+    assert json.loads((run / "config.json").read_text())["model"]["d_model"] == 48
+    assert [p.name.split("-")[1] for p in (run / "vocab").glob("*.model")] == ["bpe90"]
