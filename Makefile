@@ -26,6 +26,11 @@ BIN := $(VENV)/bin
 CORE := $(VENV)/.installed-core
 FULL := $(VENV)/.installed-full
 AT_SCALE ?= laptop
+# The chapters run inside book/: a data folder given relative to where make was called is passed
+# on as an absolute path.
+ifneq ($(AT_DATA_DIR),)
+export AT_DATA_DIR := $(abspath $(AT_DATA_DIR))
+endif
 
 .PHONY: help demo copy bench bench-smoke test export check format book book-check clean
 
@@ -93,7 +98,8 @@ format: $(FULL)
 # so that a page shows the same numbers however busy the machine was.
 book: $(FULL)
 	@mkdir -p _build
-	@[ "$$(cat _build/.scale 2>/dev/null)" = "$(AT_SCALE)" ] || rm -rf _build/.jupyter_cache
+	@# another scale: every page is executed and read again (Sphinx re-reads only changed sources)
+	@[ "$$(cat _build/.scale 2>/dev/null)" = "$(AT_SCALE)" ] || rm -rf _build/.jupyter_cache _build/.doctrees _build/html
 	@echo "$(AT_SCALE)" > _build/.scale
 	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-$$($(BIN)/python -c "import torch; print(torch.get_num_threads())")} \
 	  AT_SCALE=$(AT_SCALE) $(BIN)/jupyter-book build . -W --keep-going
