@@ -83,3 +83,24 @@ def test_shown_glue_sideways_scrolls_and_uncaptioned_figures_are_problems():
     assert any("a figure without a caption" in p for p in problems)
     _, problems = check.check_page(Path("x.html"), "<p>x</p>", "<p>x</p>")
     assert problems == ["the page's measuring script did not run"]
+
+
+def test_a_highlighted_glue_call_and_a_printed_pipe_table_are_problems():
+    # how Pygments highlights a call: one span a token
+    highlighted = (
+        '<span class="n">glue</span><span class="p">(</span><span class="s2">"bleu"'
+        '</span><span class="p">,</span> <span class="n">x</span><span class="p">)'
+        "</span>"
+    )
+    printed = "| split | BLEU |\n| test | 27.3 |\n"  # rows without a |---| rule
+    page = (
+        f"{MEASURED_FINE}<pre>{highlighted}</pre>"
+        f'<div class="cell_output docutils container"><pre>{printed}</pre></div>'
+        "<pre>| a code line | that draws | pipes |\n| and another | one | |</pre>"
+        "</body>"
+    )
+    scan, problems = check.check_page(Path("x.html"), page, page)
+    assert scan.glue_code == ['glue("bleu", x)']
+    assert scan.pipe_text == ["| split | BLEU |"]
+    assert any("calls glue(" in p for p in problems)
+    assert any("a Markdown table shown as text" in p for p in problems)

@@ -12,15 +12,16 @@ scripts are given time to run, and the resulting DOM is inspected:
   exists, and an SVG chart must contain drawn marks;
 - no interactive chart container may be left empty, and no script may be loaded from the
   network;
-- no text may look like a Markdown pipe table (a `|---|` rule outside code): a table
-  shown that way was not rendered, and every table a chapter's code cells display must
-  be an HTML table in the page (as many as the chapter's source has cells that display
-  one);
+- no text may look like a Markdown pipe table (a `|---|` rule outside code, or two
+  printed lines framed by pipes): a table shown that way was not rendered, and every
+  table a chapter's code cells display must be an HTML table in the page (as many as
+  the chapter's source has cells that display one);
 - every attention explorer must have drawn lines, and must redraw when its head and
   layer selectors change and show fewer lines while a word is hovered;
 - nothing may scroll sideways in a 1280-pixel-wide window: no code block, output or
   table may be wider than its box (each element that can scroll has its scroll width
-  compared with its client width);
+  compared with its client width), and no table, its cells wrapping only between
+  words, may be wider than its column;
 - no code shown on the page may call ``glue(`` (the cells that glue numbers into the
   prose are to have their input removed);
 - every figure a cell draws must have a caption: the paragraph right after the cell
@@ -29,8 +30,9 @@ scripts are given time to run, and the resulting DOM is inspected:
 
 A script added to a copy of each page makes the explorers' changes and the measurements
 and records what it saw in the page. ``--self-test`` first renders a copy of a built
-page with a 130-column line added to its first code block, and fails unless the check
-reports it.
+page with a planted case of four checks (a 130-column code line, a table too wide for
+its column, a highlighted ``glue(`` call, a Markdown table printed by a cell), and fails
+unless the check reports each.
 """
 
 from __future__ import annotations
@@ -82,7 +84,15 @@ window.addEventListener("load", () => setTimeout(() => {
       next.textContent.trim().startsWith(next.firstElementChild.textContent.trim());
     if (!captioned) uncaptioned.push((cell.innerText || "").trim().slice(0, 60));
   });
-  document.body.dataset.pagetest = JSON.stringify({scrolls, uncaptioned});
+  const wide = [];
+  document.querySelectorAll("article table").forEach(table => {
+    const box = table.parentElement.clientWidth;
+    if (table.scrollWidth > box + 1) {
+      const text = (table.innerText || "").split("\n")[0];
+      wide.push({width: table.scrollWidth, box, text: text.slice(0, 60)});
+    }
+  });
+  document.body.dataset.pagetest = JSON.stringify({scrolls, uncaptioned, wide});
 }, 200));
 </script>"""
 EXPLORER_TEST = """<script>
@@ -109,6 +119,8 @@ RAW_TEX = re.compile(r"\\\(|\\\[|\$\$|\\frac|\\sqrt|\\text\{")
 # The rule under a Markdown table's header, |---| or | :--- |, also as Sphinx's smart
 # quotes print it (|—|)
 PIPE_RULE = re.compile(r"\|\s*:?(?:-{3,}|[—–]-?)\s*:?\s*\|")
+# a line that looks like a Markdown table's row: | a | b |
+PIPE_ROW = re.compile(r"^ *\|[^|\n]*\|[^\n]*\| *$", re.MULTILINE)
 HIDDEN_OUTPUT = {"remove-output", "remove-cell", "skip-execution"}
 
 
@@ -172,6 +184,8 @@ class PageScan(HTMLParser):
         self.page_test: dict | None = None  # what PAGE_TEST measured in the page
         self.glue_code: list[str] = []  # shown code that calls glue(
         self._pre_depth = 0
+        self._pre_text: list[str] = []  # the text of the open code block, all spans
+        self._pre_in_output = False  # whether that block is what a cell printed
         self.output_tables = 0  # HTML tables inside code-cell outputs
         # stack depth of the innermost open cell output (0: none)
         self._output_depth = 0
@@ -188,6 +202,7 @@ class PageScan(HTMLParser):
             self._skip_depth += 1
         if tag == "pre":
             self._pre_depth += 1
+            self._pre_in_output = bool(self._output_depth)
         if tag == "body" and attrs.get("data-pagetest"):
             self.page_test = json.loads(attrs["data-pagetest"])
         if tag == "mjx-container":
@@ -230,15 +245,29 @@ class PageScan(HTMLParser):
             self._skip_depth -= 1
         if tag == "pre" and self._pre_depth:
             self._pre_depth -= 1
+            if not self._pre_depth:
+                self._end_of_code_block("".join(self._pre_text))
+                self._pre_text = []
         while self._stack:
             if self._stack.pop() == tag:
                 break
         if len(self._stack) < self._output_depth:
             self._output_depth = 0
 
+    def _end_of_code_block(self, text: str) -> None:
+        # Pygments splits a call into spans (<span>glue</span><span>(</span>): the
+        # block's whole text is searched
+        for call in re.finditer(r"\bglue\(", text):
+            line = text[call.start() :].split("\n", 1)[0]
+            self.glue_code.append(" ".join(line.split())[:80])
+        # two or more printed lines framed by pipes: a Markdown table, not rendered
+        rows = PIPE_ROW.findall(text) if self._pre_in_output else []
+        if len(rows) >= 2:
+            self.pipe_text.append(" ".join(rows[0].split())[:80])
+
     def handle_data(self, data):
-        if self._pre_depth and "glue(" in data:
-            self.glue_code.append(" ".join(data.split())[:80])
+        if self._pre_depth:
+            self._pre_text.append(data)
         if not self._skip_depth and RAW_TEX.search(data):
             self.raw_tex.append(data.strip()[:80])
         if not self._skip_depth and PIPE_RULE.search(data):
@@ -357,6 +386,11 @@ def check_page(
             f"a figure without a caption (no italic paragraph after its cell): {u!r}"
             for u in scan.page_test["uncaptioned"][:5]
         ]
+        problems += [
+            f"a table wider than its column at 1280 px ({w['width']} px in a "
+            f"{w['box']} px column): {w['text']!r}"
+            for w in scan.page_test.get("wide", [])[:5]
+        ]
     for src in scan.images:
         url = urlparse(src)
         if url.scheme in ("http", "https"):
@@ -393,24 +427,54 @@ def check_chapter(
     return check_page(page, text, dom, tables)
 
 
-def self_test(chromium: str, html: Path, chapter: str) -> bool:
-    """The sideways-scroll check must fail on a built page whose first code block has a
-    130-column line."""
-    page = (html / "book" / f"{chapter}.html").resolve()
-    text = page.read_text(encoding="utf-8")
+# What the self-test plants in a built page, and what the check must then report.
+PLANTED = {
+    "a 130-column code line": "scrolls sideways",
+    "a table of 24 numbers in a row": "a table wider than its column",
+    "a glue( call, highlighted": "calls glue(",
+    "a Markdown table printed by a cell": "a Markdown table shown as text",
+}
+
+
+def plant(text: str) -> str | None:
+    """A built page with the cases of PLANTED added, or None if it has no code block
+    or no heading."""
     at = text.find("<pre")
     at = text.find(">", at) + 1
+    heading = text.find("</h1>")
+    if at <= 0 or heading < 0:
+        return None
     wide = "# " + "w" * 128 + "\n"  # 130 columns
-    if at <= 0:
-        print(f"FAIL self-test: {chapter} has no code block to widen")
-        return False
-    _, problems = check_chapter(chromium, page, text=text[:at] + wide + text[at:])
-    caught = any("scrolls sideways" in p for p in problems)
-    print(
-        f"{'ok  ' if caught else 'FAIL'} self-test: a 130-column code line in "
-        f"{chapter} is {'reported' if caught else 'NOT reported'}"
+    text = text[:at] + wide + text[at:]
+    heading = text.find("</h1>") + len("</h1>")
+    cells = "".join(f"<td>{1e6 + i:,.2f}</td>" for i in range(24))
+    glue = '<span class="n">glue</span><span class="p">(</span><span class="p">)</span>'
+    printed = "| split | BLEU |\n| test | 27.3 |\n"
+    planted = (
+        f"<table><tr>{cells}</tr></table>"
+        f'<div class="highlight"><pre>{glue}</pre></div>'
+        f'<div class="cell_output docutils container"><pre>{printed}</pre></div>'
     )
-    return caught
+    return text[:heading] + planted + text[heading:]
+
+
+def self_test(chromium: str, html: Path, chapter: str) -> bool:
+    """Each check of PLANTED must fail on a built page with its case planted."""
+    page = (html / "book" / f"{chapter}.html").resolve()
+    planted = plant(page.read_text(encoding="utf-8"))
+    if planted is None:
+        print(f"FAIL self-test: {chapter} has no code block or no heading")
+        return False
+    _, problems = check_chapter(chromium, page, text=planted)
+    ok = True
+    for case, report in PLANTED.items():
+        caught = any(report in p for p in problems)
+        ok &= caught
+        print(
+            f"{'ok  ' if caught else 'FAIL'} self-test: {case} in {chapter} is "
+            f"{'reported' if caught else 'NOT reported'}"
+        )
+    return ok
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -440,8 +504,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--self-test",
         action="store_true",
-        help="first check that a 130-column code line added to the first chapter's "
-        "first code block is reported",
+        help="first check that each planted case (a 130-column code line, a wide "
+        "table, a highlighted glue( call, a printed Markdown table) added to the "
+        "first chapter is reported",
     )
     args = parser.parse_args(argv)
     if not args.chromium:
