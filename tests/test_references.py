@@ -1,0 +1,43 @@
+"""References to chapters and appendices are links to their pages, and each link's
+words name the page it leads to (tools/book_references.py)."""
+
+import importlib.util
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+spec = importlib.util.spec_from_file_location(
+    "book_references", ROOT / "tools" / "book_references.py"
+)
+references = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(references)
+
+
+def test_every_reference_of_the_book_and_the_readme_is_a_link_to_its_page():
+    found = [p for s in references.sources() for p in references.problems(s)]
+    assert found == []
+
+
+def test_a_plain_reference_and_a_link_to_the_wrong_page_are_found(tmp_path):
+    page = tmp_path / "99_planted.md"
+    page.write_text(
+        "As chapter 12 shows, and [chapter 3](12_training_loop.md) too.\n\n"
+        "```python\n# chapter 5 in code is code\n```\n\n"
+        "`chapter 6` in inline code, and [chapter 9](09_copy_task.md).\n"
+    )
+    found, fixed = references.problems(page), references.linked(page)
+    assert found == [
+        f"{page}:1: 'chapter 12' is not a link",
+        f"{page}:1: '[chapter 3](12_training_loop.md)' leads to 12_training_loop.md, "
+        "not 3",
+    ]
+    assert fixed.startswith("As [chapter 12](12_training_loop.md) shows")
+    assert "# chapter 5 in code is code" in fixed
+
+
+def test_a_list_of_chapters_links_each_one(tmp_path):
+    page = tmp_path / "99_planted.md"
+    page.write_text("Chapters 14–17 and appendices A and C.\n")
+    assert references.linked(page) == (
+        "[Chapters 14](14_results.md)–[17](17_constituency_parsing.md) and "
+        "[appendices A](20_appendix_speed.md) and [C](22_appendix_commands.md).\n"
+    )
