@@ -528,6 +528,22 @@ def paper_figures(sentences: list[SentenceAttention], layer: int | None = None):
     return record
 
 
+# A head puts at least this share of its weight where the paper's picture does.
+REACHED_WEIGHT = 0.5
+
+
+def figures_reached(record: dict) -> dict[str, bool]:
+    """Which of Figures 3-5 the measurements ``record`` (of ``paper_figures``) reach:
+    a head with REACHED_WEIGHT on the words the picture links (Figures 3 and 4), and
+    two heads that follow a structural pattern (Figure 5)."""
+    return {
+        "Figure 3": record["making → more difficult"]["best"]["weight"]
+        >= REACHED_WEIGHT,
+        "Figure 4": record["its → Law"]["best"]["weight"] >= REACHED_WEIGHT,
+        "Figure 5": len({h["head"] for h in record["structure"]["heads"]}) >= 2,
+    }
+
+
 def grid_view(
     attn: SentenceAttention,
     kind: str = "encoder",

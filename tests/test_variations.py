@@ -90,6 +90,13 @@ def test_a_sweep_skips_rows_it_has_and_refuses_bad_settings(tmp_path, capsys):
         == 0
     )
     assert "1 of 1 rows already in" in capsys.readouterr().out
+    # with --init xavier, the stored row of seed 1 is the one that counts
+    xavier = ["--init", "xavier", "--first-seed", "1", "--results", str(results)]
+    argv = ["--rows", "base", "--size", "half", "--seeds", "1", "--max-steps", "7"]
+    assert variations.main([*argv, *xavier, "--no-progress"]) == 0
+    assert "1 of 1 rows already in" in capsys.readouterr().out
+    assert variations.row_config("big", "half", "xavier").init == "xavier"
+    assert variations.row_config("big", "half").init == PRESETS["big"].init
     assert variations.main(["--rows", "base", "Z-h3", "--results", str(results)]) == 2
     assert "unknown row 'Z-h3'" in capsys.readouterr().err
     assert (
