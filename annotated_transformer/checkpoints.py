@@ -298,8 +298,9 @@ def check_same_data(out_dir: Path, saved: dict | None, vocabulary: str) -> None:
         )
 
 
-# all a start cut short leaves before it records its settings
-STARTED = {"train.lock", "tokens", "vocab", "checkpoints"}
+# all a start cut short leaves before it records its settings, and the files that
+# the parsing command (chapter 17) writes before it trains
+STARTED = {"train.lock", "tokens", "vocab", "checkpoints", "corpus", "parsing.json"}
 
 
 def check_run_folder(out_dir: Path) -> None:

@@ -21,6 +21,7 @@ from annotated_transformer import corpora, data, devices, trainer
 from annotated_transformer.checkpoints import (
     available_average,
     average_checkpoints,
+    check_run_folder,
     read_json,
     run_weights,
 )
@@ -623,8 +624,7 @@ def prepare_corpus(args: argparse.Namespace):
         raise ValueError(
             f"--train-fraction must be above 0 and at most 1, got {args.train_fraction}"
         )
-    if args.run.exists() and not args.run.is_dir():
-        raise ValueError(f"--run {args.run} is a file, not a run folder")
+    check_run_folder(args.run)  # a folder it did not make is refused before any write
     devices.resolve_device(args.device)  # refused before the corpus is written
     corpus = {"leaves": args.leaves, "train_fraction": args.train_fraction}
     settings = args.run / "parsing.json"

@@ -55,8 +55,8 @@ def prose_lines(text: str):
         if code:
             fence = code.group(1)
             continue
-        if ANY_FENCE.match(line) or line.startswith(("(", ":")):
-            continue  # a directive's fence, option or label: no prose
+        if ANY_FENCE.match(line) or line.startswith(("(", ":", "#")):
+            continue  # a directive's fence, option or label, or a title: no prose
         yield number, line
 
 

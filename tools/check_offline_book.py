@@ -88,7 +88,7 @@ window.addEventListener("load", () => setTimeout(() => {
   document.querySelectorAll("article table").forEach(table => {
     const box = table.parentElement.clientWidth;
     if (table.scrollWidth > box + 1) {
-      const text = (table.innerText || "").split("\n")[0];
+      const text = (table.innerText || "").split("\\n")[0];
       wide.push({width: table.scrollWidth, box, text: text.slice(0, 60)});
     }
   });
@@ -437,16 +437,16 @@ PLANTED = {
 
 
 def plant(text: str) -> str | None:
-    """A built page with the cases of PLANTED added, or None if it has no code block
-    or no heading."""
+    """A built page with the cases of PLANTED added (after the title of its article),
+    or None if it has no code block or no titled article."""
     at = text.find("<pre")
     at = text.find(">", at) + 1
-    heading = text.find("</h1>")
-    if at <= 0 or heading < 0:
+    article = text.find("<article")
+    if at <= 0 or article < 0 or text.find("</h1>", article) < 0:
         return None
     wide = "# " + "w" * 128 + "\n"  # 130 columns
     text = text[:at] + wide + text[at:]
-    heading = text.find("</h1>") + len("</h1>")
+    heading = text.find("</h1>", text.find("<article")) + len("</h1>")
     cells = "".join(f"<td>{1e6 + i:,.2f}</td>" for i in range(24))
     glue = '<span class="n">glue</span><span class="p">(</span><span class="p">)</span>'
     printed = "| split | BLEU |\n| test | 27.3 |\n"
