@@ -554,11 +554,13 @@ def grid_view(
     fontsize: float = 6,
 ):
     """Heatmaps of every chosen layer and head, queries vertical and keys horizontal:
-    one row per layer, or ``columns`` panels per row in reading order."""
+    one row per layer, or ``columns`` panels per row in reading order. The colour
+    scale runs from 0 to the largest weight shown, which the title states."""
     weights = attn.weights(kind)
     layers = pick(layers, weights.shape[0], "layer")
     heads = pick(heads, weights.shape[1], "head")
     panels = [(layer, head) for layer in layers for head in heads]
+    darkest = max(float(weights[layer - 1, head - 1].max()) for layer, head in panels)
     columns = columns or len(heads)
     n_rows = -(-len(panels) // columns)
     query_labels, key_labels = (
@@ -580,7 +582,7 @@ def grid_view(
             weights[layer - 1, head - 1],
             cmap="Blues",
             vmin=0,
-            vmax=1,
+            vmax=darkest or 1.0,
             aspect="auto",
         )
         lowest = k + columns >= len(panels)  # no panel below this one
@@ -604,7 +606,10 @@ def grid_view(
         "queries (" + ("source" if kind == "encoder" else "target") + ")",
         fontsize=fontsize + 3,
     )
-    fig.suptitle(f"{KINDS[kind]}: {attn.source}", fontsize=fontsize + 3)
+    fig.suptitle(
+        f"{KINDS[kind]}: {attn.source}\n(the darkest blue: weight {darkest:.2f})",
+        fontsize=fontsize + 3,
+    )
     fig.tight_layout()
     return fig
 

@@ -175,6 +175,10 @@ def test_grid_view_puts_queries_down_and_keys_across():
         p.replace("▁", "") for p in SOURCE
     ]
     assert axes[1, 2].get_title() == "layer 2, head 3"
+    # the colour scale ends at the largest weight shown, and the title says which
+    darkest = attn.cross[:2, :3].max()
+    assert axes[1, 2].images[0].get_clim() == (0, pytest.approx(darkest))
+    assert f"the darkest blue: weight {darkest:.2f}" in fig._suptitle.get_text()
     matplotlib.pyplot.close("all")
 
 
