@@ -44,19 +44,27 @@ def pages() -> dict[str, Path]:
 
 def prose_lines(text: str):
     """(line number, line) of the lines outside code: fenced code and code cells are
-    skipped; directives (notes, dropdowns, figures) are prose."""
-    fence = None
+    skipped; directives (notes, dropdowns, figures) are prose, and their closing
+    fence opens nothing."""
+    code, directives = None, []  # the open code fence; the open directives' fences
     for number, line in enumerate(text.splitlines(), 1):
-        if fence is not None:
-            if line.strip() == fence:
-                fence = None
+        if code is not None:
+            if line.strip() == code:
+                code = None
             continue
-        code = CODE_FENCE.match(line)
-        if code:
-            fence = code.group(1)
+        fence = ANY_FENCE.match(line)
+        if fence and directives and line.strip() == directives[-1]:
+            directives.pop()  # a directive ends
             continue
-        if ANY_FENCE.match(line) or line.startswith(("(", ":", "#")):
-            continue  # a directive's fence, option or label, or a title: no prose
+        opening = CODE_FENCE.match(line)
+        if opening:
+            code = opening.group(1)
+            continue
+        if fence:  # a directive begins: ```{note}, ````{dropdown} ..., :::{...}
+            directives.append(fence.group(1))
+            continue
+        if line.startswith(("(", ":", "#")):
+            continue  # a directive's option or a label, or a title: no prose
         yield number, line
 
 
