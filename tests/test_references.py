@@ -37,12 +37,12 @@ def test_a_plain_reference_and_a_link_to_the_wrong_page_are_found(tmp_path):
 def test_the_prose_after_a_directive_is_read(tmp_path):
     page = tmp_path / "99_planted.md"
     page.write_text(
-        "```{note}\nInside a note, chapter 2.\n```\n\nAfter it, chapter 4.\n\n"
+        "```{note}\nInside a note, chapter 2.\n```\n\n(sec-x)=\nAfter it, chapter 4.\n"
         "````{dropdown} A solution\n```bash\n# chapter 5\n```\nchapter 6\n````\n"
     )
     assert references.problems(page) == [
         f"{page}:2: 'chapter 2' is not a link",
-        f"{page}:5: 'chapter 4' is not a link",
+        f"{page}:6: 'chapter 4' is not a link",
         f"{page}:11: 'chapter 6' is not a link",
     ]
 

@@ -63,8 +63,8 @@ def prose_lines(text: str):
         if fence:  # a directive begins: ```{note}, ````{dropdown} ..., :::{...}
             directives.append(fence.group(1))
             continue
-        if line.startswith(("(", ":", "#")):
-            continue  # a directive's option or a label, or a title: no prose
+        if line.startswith((":", "#")) or re.fullmatch(r"\(\S+\)=\s*", line):
+            continue  # a directive's option, a title, or a label "(name)=": no prose
         yield number, line
 
 
