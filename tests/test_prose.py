@@ -128,3 +128,28 @@ def test_a_long_shown_cell_is_measured_and_a_hidden_one_is_not(tmp_path):
     cell = "```{code-cell} ipython3\n%s\n" + "x = 1\n" * 90 + "```\n\n"
     chapter.write_text(HEADER + cell % "" + cell % ":tags: [hide-input]\n")
     assert shown_cell_lengths(chapter) == [90]
+
+
+measure_spec = importlib.util.spec_from_file_location(
+    "prose_measure", ROOT / "tools" / "prose_measure.py"
+)
+measure = importlib.util.module_from_spec(measure_spec)
+measure_spec.loader.exec_module(measure)
+
+
+def test_sentences_are_measured_in_words_outside_code(tmp_path):
+    page = tmp_path / "99_planted.md"
+    page.write_text(
+        "# A title is no sentence\n\n"
+        "One short sentence here. The value {glue:md}`x` and `code()` count once"
+        " each, and [a link](01_background.md) counts its words.\n\n"
+        "```{code-cell} ipython3\nprint('Code is no prose. Not at all.')\n```\n\n"
+        "| a | table | row | is | skipped |\n\n" + "Word " * 44 + "ends here.\n"
+    )
+    assert measure.sentence_lengths(page) == [4, 14, 46]
+
+
+def test_the_main_chapters_read_in_short_sentences():
+    lengths = [n for c in measure.main_chapters() for n in measure.sentence_lengths(c)]
+    assert sum(lengths) / len(lengths) <= 22
+    assert sum(n > measure.LONG for n in lengths) / len(lengths) <= 0.09
