@@ -13,6 +13,7 @@ import os
 import re
 import socket
 from collections.abc import Iterable
+from itertools import chain
 from pathlib import Path
 
 import psutil
@@ -582,16 +583,18 @@ def load_model(paths: list[Path], device: str = "cpu"):
         recorded = read_settings(recorded) if recorded.is_file() else settings
 
         def weights(path: Path, file) -> dict:
-            state = last if path == paths[-1] else load_checkpoint(path, file)
+            """An earlier checkpoint's weights, checked as the newest was."""
+            state = load_checkpoint(path, file)
             checked_config(state, path, advice)
-            if not bundled:
-                check_own_checkpoint(path, state, recorded)
+            check_own_checkpoint(path, state, recorded)
             return state["model"]
 
+        if not bundled:
+            check_own_checkpoint(paths[-1], last, recorded)
         model = make_model(config.replace(fused_attention=device.startswith("cuda")))
         # the newest first, then the earlier ones, one at a time
-        order = [(paths[-1], files[-1]), *zip(paths[:-1], files[:-1])]
-        model.load_state_dict(average_weights(weights(p, f) for p, f in order))
+        earlier = (weights(p, f) for p, f in zip(paths[:-1], files[:-1]))
+        model.load_state_dict(average_weights(chain([last["model"]], earlier)))
     # the vocabulary travels inside the file
     if bundled:
         vocabulary = last.get("sentencepiece")
