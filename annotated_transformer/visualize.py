@@ -13,7 +13,7 @@ import json
 import sys
 import uuid
 import zipfile
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import matplotlib
@@ -33,7 +33,9 @@ from annotated_transformer.cli import (
     model_from_args,
     split_lines,
 )
-from annotated_transformer.config import PAPER_DECODING, DecodeConfig
+from annotated_transformer.config import PAPER_DECODING, DecodeConfig, TransformerConfig
+from annotated_transformer.copy_task import train_copy_task
+from annotated_transformer.data import BOS, EOS, PAD, UNK, Batch
 from annotated_transformer.decoding import translate_sentences
 from annotated_transformer.files import is_stream, write_atomically
 from annotated_transformer.layers import subsequent_mask
@@ -612,6 +614,106 @@ def grid_view(
     )
     fig.tight_layout()
     return fig
+
+
+class SyntheticPieces:
+    """A vocabulary in SentencePiece's form: the pieces "▁a" to "▁h" start a word,
+    "x" to "w" continue one. Text is written as pieces with spaces between them."""
+
+    def __init__(self):
+        specials = {PAD: "<pad>", BOS: "<s>", EOS: "</s>", UNK: "<unk>"}
+        self.pieces = [specials[i] for i in sorted(specials)]
+        self.starts = [f"▁{c}" for c in "abcdefgh"]
+        self.tails = list("xyzw")
+        self.pieces += self.starts + self.tails
+        self.ids = {piece: i for i, piece in enumerate(self.pieces)}
+
+    def encode(self, text: str) -> list[int]:
+        return [self.ids[piece] for piece in text.split()]
+
+    def id_to_piece(self, i: int) -> str:
+        return self.pieces[i]
+
+
+@dataclass(frozen=True)
+class ReversedWords:
+    """Sources of ``min_words`` to ``max_words`` words of one or two pieces; the
+    target is the words' first pieces, last word first."""
+
+    vocabulary: SyntheticPieces = field(default_factory=SyntheticPieces)
+    min_words: int = 3
+    max_words: int = 8
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.vocabulary.pieces)
+
+    def pair(self, generator: torch.Generator) -> tuple[str, str]:
+        v = self.vocabulary
+        n = int(
+            torch.randint(self.min_words, self.max_words + 1, (1,), generator=generator)
+        )
+        words = []
+        for start in torch.randint(len(v.starts), (n,), generator=generator).tolist():
+            tail = int(torch.randint(2 * len(v.tails), (1,), generator=generator))
+            extra = [v.tails[tail]] if tail < len(v.tails) else []  # half the words
+            words.append([v.starts[start], *extra])
+        source = " ".join(piece for word in words for piece in word)
+        return source, " ".join(word[0] for word in reversed(words))
+
+    def batch(self, batch_size: int, generator: torch.Generator) -> Batch:
+        pairs = [self.pair(generator) for _ in range(batch_size)]
+        sources = [self.vocabulary.encode(s) + [EOS] for s, _ in pairs]
+        targets = [[BOS, *self.vocabulary.encode(t), EOS] for _, t in pairs]
+        src = torch.full((batch_size, max(map(len, sources))), PAD)
+        tgt = torch.full((batch_size, max(map(len, targets))), PAD)
+        for i, (s, t) in enumerate(zip(sources, targets)):
+            src[i, : len(s)] = torch.tensor(s)
+            tgt[i, : len(t)] = torch.tensor(t)
+        return Batch.from_tensors(src, tgt, pad=PAD)
+
+
+def reversal_share(attn: SentenceAttention) -> np.ndarray:
+    """(layer, head): the mean encoder–decoder weight, between words, from each row
+    to the source word that its next target word names (the reversal)."""
+    words = word_level(attn)
+    n = len(words.src_labels) - 1  # the source words before </s>
+    return np.mean([words.cross[:, :, k, n - 1 - k] for k in range(n)], axis=0)
+
+
+def instrument_check(path: Path, steps: int = 400, sentences: int = 20) -> dict:
+    """Train the figure model's depth and heads on ``ReversedWords``, capture
+    ``sentences`` new pairs, store them in ``path`` as chapter 15's files are stored,
+    and measure the reversal on the stored weights."""
+    task = ReversedWords()
+    config = TransformerConfig(
+        vocab_size=task.vocab_size,
+        n_layers=6,
+        d_model=64,
+        d_ff=128,
+        n_heads=8,
+        dropout=0.0,
+        max_len=64,
+    )
+    model, losses = train_copy_task(task, config, steps, warmup=200, progress=False)
+    generator = torch.Generator().manual_seed(1)
+    pairs = [task.pair(generator) for _ in range(sentences)]
+    captured = [capture(model, task.vocabulary, *pair) for pair in pairs]
+    save_attention(path, captured)
+    stored = load_attention(path)[0]
+    shares = np.mean([reversal_share(s) for s in stored], axis=0)
+    before = np.mean([reversal_share(s) for s in captured], axis=0)
+    return {
+        "steps": steps,
+        "final_loss": float(np.mean(losses[-20:])),
+        "sentences": sentences,
+        "best": best_of(shares),
+        "heads_over_0.8": int((shares >= 0.8).sum()),
+        "float16_change": float(np.abs(shares - before).max()),
+        "even_spread": float(
+            np.mean([1 / len(word_level(s).src_labels) for s in stored])
+        ),
+    }
 
 
 EXPLORER_SCRIPT = """

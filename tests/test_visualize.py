@@ -508,3 +508,15 @@ def test_a_sentence_that_looks_like_markup_leaves_the_explorer_whole():
     ).group(1)
     assert "<" not in data  # nothing in it can end its block or open a comment
     assert json.loads(data)["sentences"][0]["source"] == attn.source
+
+
+def test_a_trained_pattern_survives_capture_float16_and_words(tmp_path):
+    """Appendix D's instrument check: a model that must reverse its source shows the
+    reversal in encoder–decoder attention, read through the same capture, float16
+    file and word merging as chapter 15's figures."""
+    record = visualize.instrument_check(tmp_path / "trained.npz")
+    assert record["best"]["weight"] >= 0.8
+    assert record["float16_change"] < 1e-3
+    # the measure is not generous: after one update no head finds the reversal
+    untrained = visualize.instrument_check(tmp_path / "untrained.npz", steps=1)
+    assert untrained["best"]["weight"] < 2 * untrained["even_spread"]
