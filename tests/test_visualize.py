@@ -4,6 +4,7 @@ search and the command."""
 import dataclasses
 import json
 import math
+import os
 import re
 import resource
 import subprocess
@@ -21,6 +22,7 @@ from annotated_transformer.layers import subsequent_mask
 from annotated_transformer.model import make_model
 from annotated_transformer.visualize import SentenceAttention
 
+ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ["▁It", "▁is", "▁making", "▁it", "▁more", "▁d", "iff", "icult", "</s>"]
 TARGET = ["<s>", "▁Es", "▁macht", "▁es", "▁schwer", "er"]
 
@@ -520,3 +522,29 @@ def test_a_trained_pattern_survives_capture_float16_and_words(tmp_path):
     # the measure is not generous: after one update no head finds the reversal
     untrained = visualize.instrument_check(tmp_path / "untrained.npz", steps=1)
     assert untrained["best"]["weight"] < 2 * untrained["even_spread"]
+
+
+def test_the_gpu_figure_script_runs_unchanged_at_a_tiny_size(shared_data, tmp_path):
+    """tools/figure_gpu.sh trains, scores, captures, measures and draws; here with a
+    tiny model for two updates on the CPU, the options given after STORE winning."""
+    tiny = "--device cpu --threads 1 --d-model 32 --d-ff 64 --vocab-size 400"
+    tiny += " --max-train-pairs 300 --batch-tokens 600 --max-steps 2 --warmup 10"
+    tiny += " --beam-size 1 --max-extra 2 --average 1"
+    store = tmp_path / "store"
+    script = ROOT / "tools" / "figure_gpu.sh"
+    done = subprocess.run(
+        ["bash", str(script), str(shared_data), str(store), *tiny.split()],
+        env={**os.environ, "PYTHON": sys.executable},
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    # the corpus says in one line what it read
+    assert "19,000 from europarl-v7-sample" in done.stdout
+    record = json.loads((store / "figure-attention.json").read_text())
+    assert (record["layer"], record["n_layers"], record["n_heads"]) == (5, 6, 8)
+    assert json.loads((store / "results.json").read_text())["updates"] == 2
+    sentences, _ = visualize.load_attention(store / "figure-attention.npz")
+    assert len(sentences) == 11
+    for n in (3, 4, 5):
+        assert (store / f"figure-{n}.png").read_bytes()[:4] == b"\x89PNG"
