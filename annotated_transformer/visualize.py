@@ -553,7 +553,7 @@ def grid_view(
     heads: list[int] | None = None,
     size: float = 1.6,
     columns: int | None = None,
-    fontsize: float = 6,
+    fontsize: float = 8,
 ):
     """Heatmaps of every chosen layer and head, queries vertical and keys horizontal:
     one row per layer, or ``columns`` panels per row in reading order. The colour
