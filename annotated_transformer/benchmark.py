@@ -51,7 +51,6 @@ from annotated_transformer.performance import (
     time_decoding,
     time_training,
 )
-from annotated_transformer.scale import at_scale
 
 # trained once, then reused
 VOCABULARIES = Path(tempfile.gettempdir()) / "annotated-transformer-benchmark"
@@ -1063,7 +1062,7 @@ def _data_options(modes) -> argparse.ArgumentParser:
     mode.add_argument(
         "--pairs",
         type=int,
-        default=at_scale(smoke=20_000, laptop=4_500_000),
+        default=4_500_000,
         metavar="N",
         help="pairs in the synthetic corpus (default: %(default)s, WMT14 "
         "English-German's size)",
@@ -1207,7 +1206,7 @@ def _threads_options(modes) -> argparse.ArgumentParser:
     mode.add_argument(
         "--steps",
         type=int,
-        default=at_scale(smoke=4, laptop=100),
+        default=100,
         metavar="N",
         help="updates of each run; the speed is the metric line's at update N "
         "(default: %(default)s)",

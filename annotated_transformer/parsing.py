@@ -38,7 +38,6 @@ from annotated_transformer.cli import (
 from annotated_transformer.config import PARSING_MODEL, PARSING_RUN, DecodeConfig
 from annotated_transformer.decoding import translate_sentences
 from annotated_transformer.files import write_atomically
-from annotated_transformer.scale import at_scale
 
 # --- from book/17_constituency_parsing.md ---
 TREEBANK_URL = (
@@ -556,7 +555,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--max-steps",
         type=int,
-        default=at_scale(smoke=3, laptop=PARSING_RUN.max_steps),
+        default=PARSING_RUN.max_steps,
         metavar="N",
         help="updates to train (default: %(default)s)",
     )
@@ -571,7 +570,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--limit",
         type=int,
-        default=at_scale(smoke=2, laptop=0),
+        default=0,
         metavar="N",
         help="parse only the first N sentences of the split (0: all; default: "
         "%(default)s)",
@@ -579,9 +578,7 @@ def build_parser() -> argparse.ArgumentParser:
     # §6.3: beam 21, α 0.3, outputs up to input + 300 tokens
     add_decoding_options(
         parser.add_argument_group("parsing"),
-        PARSING_RUN.decoding.replace(
-            max_extra=at_scale(smoke=10, laptop=PARSING_RUN.max_extra)
-        ),
+        PARSING_RUN.decoding,
     )
     parser.add_argument(
         "--leaves",

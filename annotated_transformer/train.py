@@ -31,7 +31,6 @@ from annotated_transformer.config import (
     option,
 )
 from annotated_transformer.copy_task import CopyTask, copy_accuracy, train_copy_task
-from annotated_transformer.scale import at_scale
 from annotated_transformer.scoring import translate_and_score
 
 DEFAULT_PRESET = "multi30k"
@@ -241,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
                 "uses only --max-steps, --seed, --device and --progress; drop "
                 f"{', '.join(unused)}"
             )
-        steps = args.max_steps or at_scale(smoke=100, laptop=1500)
+        steps = args.max_steps or 1500
         device = devices.resolve_device(run_config.device)
         task = CopyTask()
         model, losses = train_copy_task(

@@ -29,7 +29,6 @@ from annotated_transformer.config import (
 from annotated_transformer.data import DataError
 from annotated_transformer.files import append_line, trim_torn_line
 from annotated_transformer.model import count_parameters, make_model
-from annotated_transformer.scale import at_scale
 from annotated_transformer.scoring import translate_and_score
 
 
@@ -221,7 +220,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--max-steps",
         type=int,
-        default=at_scale(smoke=3, laptop=None),
+        default=None,
         metavar="N",
         help="updates per row (default: the size's)",
     )
@@ -234,14 +233,14 @@ def add_data_options(parser) -> None:
     parser.add_argument(
         "--max-train-pairs",
         type=int,
-        default=at_scale(smoke=1000, laptop=0),
+        default=0,
         metavar="N",
         help="use only the first N training pairs (0: all; default: %(default)s)",
     )
     parser.add_argument(
         "--max-valid-sentences",
         type=int,
-        default=at_scale(smoke=20, laptop=0),
+        default=0,
         metavar="N",
         help="score BLEU on the first N validation sentences only (0: all; default: "
         "%(default)s)",
