@@ -2,9 +2,13 @@
 and the options of a tiny training run on it."""
 
 import os
+import queue
 import random
 import shutil
+import signal
+import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -113,3 +117,81 @@ def run(finished_run, tmp_path) -> Path:
     copy = tmp_path / "run"
     shutil.copytree(finished_run, copy)
     return copy
+
+
+# Tests that stop a process with a signal. A test run started as a background job
+# inherits SIGINT ignored, and a child would then never stop: every such test resets the
+# signals it sends and waits a bounded time. The bound guards against a hang only; it
+# is far longer than the few updates the tests wait for take on a busy machine.
+HANG = 600  # seconds
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def _default_stop_signals() -> None:
+    for number in STOP_SIGNALS:
+        signal.signal(number, signal.SIG_DFL)
+
+
+class Child:
+    """A command started with SIGINT and SIGTERM at their defaults, its standard
+    output and error read line by line."""
+
+    def __init__(self, command: list[str], env: dict | None = None):
+        self.process = subprocess.Popen(
+            command,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+            preexec_fn=_default_stop_signals,
+        )
+        self.lines: list[str] = []
+        self._queue: queue.Queue = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        for line in self.process.stdout:
+            self._queue.put(line)
+        self._queue.put("")  # the output ended
+
+    def read_until(self, text: str) -> str:
+        """Read until a line holds ``text``; return that line."""
+        while not self.lines or text not in self.lines[-1]:
+            try:
+                self.lines.append(self._queue.get(timeout=HANG))
+            except queue.Empty:
+                self.process.kill()
+                message = f"no line with {text!r}:\n{self.output()}"
+                raise AssertionError(message) from None
+            assert self.lines[-1], f"the output ended first:\n{self.output()}"
+        return self.lines[-1]
+
+    def stop(self, number: int) -> str:
+        """Send ``number``, wait for the end, and return the whole output."""
+        self.process.send_signal(number)
+        self.process.wait(timeout=HANG)
+        return self.output(wait=True)
+
+    def output(self, wait: bool = False) -> str:
+        while wait:
+            line = self._queue.get(timeout=HANG)
+            wait = bool(line)
+            self.lines.append(line)
+        return "".join(self.lines)
+
+    @property
+    def returncode(self) -> int | None:
+        return self.process.returncode
+
+
+@pytest.fixture
+def default_stop_signals():
+    """SIGINT and SIGTERM at their defaults in this process (a test that sends one to
+    itself), restored afterwards."""
+    saved = {number: signal.getsignal(number) for number in STOP_SIGNALS}
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    yield
+    for number, handler in saved.items():
+        signal.signal(number, handler)

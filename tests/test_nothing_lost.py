@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import TORCHRUN_TRAIN, train_argv
+from conftest import HANG, TORCHRUN_TRAIN, Child, train_argv
 from test_run_folder import hashes, one_line_error
 
 from annotated_transformer import (
@@ -297,6 +297,7 @@ def update_steps(run: Path) -> list[int]:
     return [r["step"] for r in strict_json_lines(run / "metrics.jsonl") if "loss" in r]
 
 
+@pytest.mark.usefixtures("default_stop_signals")
 def test_sigterm_saves_and_the_run_resumes_exactly(
     text_corpus, tmp_path, monkeypatch, capsys
 ):
@@ -331,6 +332,7 @@ def test_sighup_saves_like_ctrl_c(text_corpus, tmp_path, monkeypatch, capsys):
     assert checkpoints.latest_checkpoint(run).name == "resume-0000003.pt"
 
 
+@pytest.mark.usefixtures("default_stop_signals")
 def test_a_run_killed_between_checkpoints_logs_its_lost_updates_once(
     text_corpus, tmp_path, monkeypatch
 ):
@@ -359,34 +361,21 @@ def test_a_signal_ignored_on_purpose_stays_ignored():
         signal.signal(signal.SIGHUP, previous)
 
 
-def torchrun(corpus: Path, run: Path, minutes: str = "10") -> subprocess.Popen:
+def torchrun(corpus: Path, run: Path, minutes: str = "10") -> Child:
     """Two CPU training processes under torchrun that wait ``minutes`` for each
     other, with standard error in standard output."""
     command = [
         *TORCHRUN_TRAIN,
         *train_argv(corpus, run, 100_000, "--log-every", "1", "--save-every", "100000"),
     ]
-    return subprocess.Popen(
-        command,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env={**os.environ, "OMP_NUM_THREADS": "1", "AT_RANK_TIMEOUT_MINUTES": minutes},
-    )
-
-
-def read_until(process: subprocess.Popen, text: str, lines: list[str]) -> None:
-    """Read the process's output into ``lines`` until a line contains ``text``."""
-    while not lines or text not in lines[-1]:
-        lines.append(process.stdout.readline())
-        assert lines[-1], "".join(lines)  # the output ended first
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "AT_RANK_TIMEOUT_MINUTES": minutes}
+    return Child(command, env=env)
 
 
 def test_sigterm_under_torchrun_saves_on_every_process(text_corpus, tmp_path):
-    process, lines = torchrun(text_corpus, tmp_path / "run"), []
-    read_until(process, "update 3/", lines)
-    process.send_signal(signal.SIGTERM)  # torchrun passes it on to both processes
-    output = "".join(lines) + process.communicate(timeout=300)[0]
+    child = torchrun(text_corpus, tmp_path / "run")
+    child.read_until("update 3/")
+    output = child.stop(signal.SIGTERM)  # torchrun passes it on to both processes
     assert "interrupted by SIGTERM: saved update" in output, output
     (resume,) = (tmp_path / "run" / "checkpoints").glob("resume-*.pt")
     assert len(checkpoints.load_checkpoint(resume)["rng"]) == 2  # both processes' state
@@ -399,22 +388,23 @@ def test_a_frozen_process_stops_the_others_with_one_line(text_corpus, tmp_path):
     # The limit under test is a time by nature: half a minute, far longer than an update
     # of this tiny model takes even on a busy machine. What is checked is the message
     # and how the run ends, not how long anything took.
-    process, lines = torchrun(text_corpus, tmp_path / "run", minutes="0.5"), []
-    read_until(process, "update 3/", lines)
+    child = torchrun(text_corpus, tmp_path / "run", minutes="0.5")
+    child.read_until("update 3/")
     workers = subprocess.run(
-        ["pgrep", "-P", str(process.pid)], capture_output=True, text=True
+        ["pgrep", "-P", str(child.process.pid)], capture_output=True, text=True
     ).stdout.split()
     frozen = int(workers[-1])
     os.kill(frozen, signal.SIGSTOP)
     try:
-        read_until(process, "error:", lines)
+        last = child.read_until("error:")
     finally:
         with contextlib.suppress(ProcessLookupError):  # gone already
             os.kill(frozen, signal.SIGKILL)
-        output = "".join(lines) + process.communicate(timeout=300)[0]
+        child.process.wait(timeout=HANG)
+        output = child.output(wait=True)
     # the configured limit, 0.5 minutes, as the message states it
-    assert "another training process stopped answering, for 30 seconds" in lines[-1]
-    assert "the run's last checkpoint is kept" in lines[-1]
+    assert "another training process stopped answering, for 30 seconds" in last
+    assert "the run's last checkpoint is kept" in last
     # the process that gave up printed no traceback (torchrun reports the failure)
     assert not re.search(r"\[rank\d\]: Traceback", output), output
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import TORCHRUN_TRAIN, train_argv
+from conftest import TORCHRUN_TRAIN, Child, train_argv
 
 from annotated_transformer import train
 from annotated_transformer.checkpoints import checkpoints, load_checkpoint
@@ -93,19 +93,9 @@ def test_sigterm_and_resume_of_two_accumulating_processes_is_exact(
     argv = options(
         text_corpus, run, 6, "--accumulate", "2", "--dropout", "0", "--save-every", "6"
     )
-    process = subprocess.Popen(
-        [*TORCHRUN_TRAIN, *argv],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=ENV,
-    )
-    lines = []
-    while not lines or "update 2/" not in lines[-1]:
-        lines.append(process.stdout.readline())
-        assert lines[-1], "".join(lines)  # the run ended before update 2
-    process.send_signal(signal.SIGTERM)  # torchrun passes it on to both processes
-    output = "".join(lines) + process.communicate(timeout=300)[0]
+    child = Child([*TORCHRUN_TRAIN, *argv], env=ENV)
+    child.read_until("update 2/")
+    output = child.stop(signal.SIGTERM)  # torchrun passes it on to both processes
     assert "interrupted by SIGTERM: saved update" in output, output
     stopped = load_checkpoint(next((run / "checkpoints").glob("resume-*.pt")))
     assert 2 <= stopped["step"] < 6 and len(stopped["rng"]) == 2

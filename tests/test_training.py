@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import TINY_RUN, TORCHRUN_TRAIN
+from conftest import TINY_RUN, TORCHRUN_TRAIN, Child
 
 from annotated_transformer import corpora, devices, run_folder, speed, train, trainer
 from annotated_transformer.checkpoints import (
@@ -277,18 +277,10 @@ def test_sigint_saves_before_exiting(text_corpus, tmp_path):
     options = _cli(
         text_corpus, tmp_path, "--max-steps", "100000", "--save-every", "100000"
     )
-    command = [sys.executable, "-m", "annotated_transformer.train", *options]
-    process = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
-    lines = []
-    # the loop has run an update: Ctrl-C now
-    while not lines or not lines[-1].startswith("update 1/"):
-        lines.append(process.stdout.readline())
-        assert lines[-1], "".join(lines)  # the child ended before its first update
-    process.send_signal(signal.SIGINT)
-    output = "".join(lines) + process.communicate()[0]
-    assert process.returncode == 130, output
+    child = Child([sys.executable, "-m", "annotated_transformer.train", *options])
+    child.read_until("update 1/")  # the loop has run an update: Ctrl-C now
+    output = child.stop(signal.SIGINT)
+    assert child.returncode == 130, output
     assert "interrupted by SIGINT: saved update" in output
     # a stop between scheduled checkpoints is not one of them...
     assert checkpoints(tmp_path) == []
