@@ -19,6 +19,7 @@ from pathlib import Path
 import psutil
 import torch
 
+from annotated_transformer import speed
 from annotated_transformer.config import RunConfig, TransformerConfig, option
 from annotated_transformer.data import read_vocabulary
 from annotated_transformer.files import (
@@ -591,7 +592,7 @@ def load_model(paths: list[Path], device: str = "cpu"):
 
         if not bundled:
             check_own_checkpoint(paths[-1], last, recorded)
-        model = make_model(config.replace(fused_attention=device.startswith("cuda")))
+        model = make_model(speed.model_config(config, speed.fast_paths(device)))
         # the newest first, then the earlier ones, one at a time
         earlier = (weights(p, f) for p, f in zip(paths[:-1], files[:-1]))
         model.load_state_dict(average_weights(chain([last["model"]], earlier)))

@@ -10,7 +10,7 @@ from pathlib import Path
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from annotated_transformer import data
+from annotated_transformer import data, speed
 from annotated_transformer.config import MULTI30K_RUN
 from annotated_transformer.decoding import greedy_decode
 from annotated_transformer.flops import batch_lengths, training_flops
@@ -74,21 +74,20 @@ def training_step(
     the default run's schedule); and whether it computes in bf16. Compiled, the model
     is specialized to each of ``shapes`` batch shapes (a few fixed shapes:
     ``ShapedBatches``), or with 0 compiled once for all."""
+    run = MULTI30K_RUN.replace(bf16=bf16, compile=compile, buckets=shapes)
+    # teaching: the plain code, float32 and PyTorch's default Adam
+    teaching = path == "teaching"
+    fast = speed.FastPaths() if teaching else speed.all_fast_paths(device, run)
     if path in ("torch", "torch-matched"):
         model = TorchTransformer(config, matched_dropout=path == "torch-matched")
     else:
-        model = make_model(config.replace(fused_attention=path == "fast"))
-    model = model.to(device).train()
-    teaching = path == "teaching"  # plain PyTorch: float32 and its default Adam
-    run = MULTI30K_RUN.replace(
-        bf16=bf16 and not teaching, compile=compile, buckets=shapes
-    )
-    update = make_update(model, config, run, device, fused=not teaching)
+        model = make_model(speed.model_config(config, fast))
+    update = make_update(model.to(device).train(), config, run, fast)
 
     def step(batch):
         update([batch])
 
-    return step, device.startswith("cuda") and run.bf16
+    return step, fast.bf16
 
 
 def time_training(

@@ -66,8 +66,9 @@ class Position:
 
 
 class UpdateStream:
-    """This process's micro-batches, update after update and epoch after epoch,
-    from any position."""
+    """The micro-batches of every process, update after update and epoch after
+    epoch, from any position. All processes plan the same batches, so each one can count
+    a whole update without asking the others, and trains on its ``share``."""
 
     def __init__(self, pairs, run: RunConfig, world: int, rank: int, epoch: int = 0):
         self.pairs, self.world, self.rank = pairs, world, rank
@@ -99,9 +100,8 @@ class UpdateStream:
         # Planned once per epoch: sorting a large corpus takes seconds.
         if self.epoch != epoch:
             self.epoch = epoch
-            self.plan = update_batches(
-                self.batches.epoch(epoch), self.world, self.accumulate, self.rank
-            )
+            # each update: its micro-batches, rank 0's first
+            self.plan = update_batches(self.batches.epoch(epoch), 1, self.parts, 0)
 
     def flops_per_update(self, config: TransformerConfig, at: Position) -> float:
         """The mean training compute of one update, all processes together: an epoch's
@@ -130,6 +130,10 @@ class UpdateStream:
             "the training data has fewer: lower --accumulate or --batch-tokens, or "
             "use fewer processes"
         )
+
+    def share(self, update: list) -> list:
+        """This process's micro-batches of ``update``."""
+        return update[self.rank * self.accumulate : (self.rank + 1) * self.accumulate]
 
 
 def check_lengths(model_config: TransformerConfig, run: RunConfig) -> None:
@@ -172,12 +176,12 @@ def prepare_data(
     vocab_path: Path,
     splits: tuple,
     say=print,
-    cache: bool = True,
+    token_cache: bool = speed.fast_paths().token_cache,
 ):
     """The vocabulary (read from ``vocab_path``, else trained in memory) and the pairs
-    as token ids, filtered; with ``cache`` the training pairs go into the run folder's
-    token cache, built once and mapped by every process. Writes nothing else; returns
-    the vocabulary's bytes if trained here, to be written later."""
+    as token ids, filtered; with ``token_cache`` the training pairs go into the run
+    folder's token cache, built once and mapped by every process. Writes nothing else;
+    returns the vocabulary's bytes if trained here, to be written later."""
     train_pairs, valid_pairs = splits
     trained = (
         None if vocab_path.is_file() else data.train_vocab(train_pairs, vocab_size)
@@ -195,7 +199,7 @@ def prepare_data(
         )
     train, report = (
         speed.cached_pairs(vocab_path, sp, train_pairs, run.max_sentence_tokens)
-        if cache
+        if token_cache
         else data.encode_pairs(sp, train_pairs, run.max_sentence_tokens)
     )
     say(f"train: {report}")

@@ -4,8 +4,6 @@
 """The training loop (§5): one optimizer update after another, with validation and
 checkpoints, on one process or many."""
 
-import dataclasses
-import functools
 import math
 import time
 from dataclasses import dataclass, field
@@ -37,9 +35,9 @@ from annotated_transformer.run_folder import Position, RunFolder
 # --- from book/12_training_loop.md ---
 @dataclass
 class UpdateCounts:
-    """What one update trained on: this process's micro-batches, or all processes'."""
+    """What one update trained on, over all processes."""
 
-    loss: object  # the summed loss (a tensor on the device until it is read)
+    loss: object  # this process's summed loss: a tensor on the device, not yet read
     tgt_tokens: int  # real target tokens: what the loss is averaged over
     src_tokens: int
     padded: int  # target positions, padding included
@@ -56,15 +54,6 @@ class UpdateCounts:
             padded=sum(b.tgt_out.numel() for b in micro_batches),
             sentences=sum(b.src.size(0) for b in micro_batches),
             flops=training_flops(config, *batch_lengths(micro_batches)),
-        )
-
-    def summed(self, device) -> "UpdateCounts":
-        """The counts of all processes together (these, with one process)."""
-        mine = dataclasses.asdict(self)
-        totals = dict(zip(mine, all_sum(list(mine.values()), device)))
-        # the counts stay whole numbers
-        return UpdateCounts(
-            **{k: int(v) if isinstance(mine[k], int) else v for k, v in totals.items()}
         )
 
 
@@ -92,74 +81,53 @@ def make_update(
     model,
     config: TransformerConfig,
     run: RunConfig,
-    device: str,
-    *,
+    fast: speed.FastPaths,
     world: int = 1,
-    fused: bool | None = None,
 ) -> Update:
-    """How ``model`` is trained: Adam with eq. 3, over ``world`` processes, compiled
-    with ``run.compile``; on a GPU with fused Adam (the same arithmetic in one kernel;
-    ``fused`` chooses elsewhere) and, with ``run.bf16``, bf16 autocast."""
-    on_gpu = device.startswith("cuda")
+    """How ``model`` is trained: Adam with eq. 3, over ``world`` processes, with the
+    fast paths of ``fast`` (appendix A)."""
     optimizer, scheduler = make_optimizer(
-        model,
-        config.d_model,
-        run.warmup,
-        run.lr_factor,
-        fused=on_gpu if fused is None else fused,
+        model, config.d_model, run.warmup, run.lr_factor, fused=fast.fused_adam
     )
     forward = torch.nn.parallel.DistributedDataParallel(model) if world > 1 else model
-    loss_function = label_smoothed_loss
-    if run.compile:  # the weights stay those of `model`
-        forward = speed.compiled(forward, run.buckets)
-        loss_function = torch.compile(label_smoothed_loss, dynamic=not run.buckets)
-    # bf16 matrix products; the weights, Adam's moments and the loss stay in fp32
-    bf16 = functools.partial(torch.autocast, "cuda", dtype=torch.bfloat16)
-    return Update(
+    plain = Update(
         model=forward,
         optimizer=optimizer,
         scheduler=scheduler,
         label_smoothing=config.label_smoothing,
         pad=data.PAD,
         world_size=world,
-        autocast=bf16 if on_gpu and run.bf16 else None,
-        loss_function=loss_function,
     )
+    return speed.faster(plain, fast)  # compiled, bf16: the same arithmetic, faster
 
 
 def start(model_config: TransformerConfig, run: RunConfig) -> Session:
     """Set up one training process: its run folder and data (appendix B), the model
     and how it is updated. Nothing is trained yet."""
     folder = RunFolder.open(model_config, run)
-    on_gpu = folder.device.startswith("cuda")
-    # On a GPU, attention runs as one fused kernel: the same function (chapter 4).
-    config = model_config.replace(
-        fused_attention=on_gpu or model_config.fused_attention
-    )
+    fast = speed.fast_paths(folder.device, run)  # what the device runs fast
+    config = speed.model_config(model_config, fast)
     torch.manual_seed(run.seed)
     model = make_model(config).to(folder.device)
-    update = make_update(model, config, run, folder.device, world=folder.world)
+    update = make_update(model, config, run, fast, folder.world)
     return Session(
         folder=folder,
         config=config,
         model=model,
         update=update,
         threads=training_threads(folder.device, run.threads, folder.world, tqdm.write),
-        peak=peak_flops(folder.device, on_gpu and run.bf16, seconds=0.3),
+        peak=peak_flops(folder.device, fast.bf16, seconds=0.3),
     )
 
 
 def train_step(s: Session, at: Position) -> UpdateCounts:
     """One optimizer update; returns its counts over all processes."""
-    micro = s.folder.stream.next(at)  # this process's share of the batch
-    mine = UpdateCounts.of(micro, s.config)
-    # The update's target tokens on all processes: the loss is their mean.
-    tokens = int(all_sum([mine.tgt_tokens], s.folder.device)[0])
-    on_device = [b.to(s.folder.device) for b in micro]
-    mine.loss = s.update(on_device, global_tokens=tokens)  # Adam, then eq. 3
+    everyone = s.folder.stream.next(at)  # the micro-batches of every process
+    update = UpdateCounts.of(everyone, s.config)
+    mine = [b.to(s.folder.device) for b in s.folder.stream.share(everyone)]
+    # the mean over the whole update's target tokens; Adam, then eq. 3
+    update.loss = s.update(mine, global_tokens=update.tgt_tokens)
     at.step += 1
-    update = mine.summed(s.folder.device)
-    check_update(update, at)
     return update
 
 
@@ -193,16 +161,20 @@ def train_session(s: Session, progress: bool) -> dict:
             bar.update(1)
             if at.step % run.log_every == 0 or at.step in (first + 1, run.max_steps):
                 lr = s.update.scheduler.get_last_lr()[0]
-                log_update(s, bar, meter.record(at, lr, s.peak), progress)
+                log_update(
+                    s, bar, meter.record(at, lr, s.peak, folder.device), progress
+                )
             if at.step % run.valid_every == 0 and folder.rank == 0:
                 validate(s, bar, at.step)
             scheduled, stop = folder.decide(at, last_save, interrupt.requested)
             if scheduled:
+                meter.loss(at, folder.device)  # a loss that is not a number stops here
                 folder.save(at, s.parts(), scheduled=True)
                 last_save = time.time()
             if stop:
                 break
         if at.step > first and not scheduled:  # stopped between scheduled checkpoints
+            meter.loss(at, folder.device)
             folder.save(at, s.parts(), scheduled=False)
     if interrupt.requested:
         folder.say(
@@ -249,18 +221,6 @@ def progress_bar(s: Session, at: Position, progress: bool):
         unit="update",
         dynamic_ncols=True,
     )
-
-
-def check_update(update: UpdateCounts, at: Position) -> None:
-    """Stop at once, saving nothing, when the loss of an update is not a number: the
-    weights it leaves are not worth keeping."""
-    if not math.isfinite(update.loss):
-        raise ValueError(
-            f"update {at.step}: the training loss is {update.loss}, so training "
-            "stopped without saving this update (the run's last checkpoint is kept); a "
-            "learning rate too high for the model (--lr-factor, --warmup) is the usual "
-            "cause"
-        )
 
 
 @torch.no_grad()
@@ -314,17 +274,38 @@ class Meter:
         at.sentences += update.sentences
         at.flops += update.flops
         at.minutes = self.minutes_before + (time.time() - self.started) / 60
+        self.window.setdefault("first", at.step)
         for key in ("loss", "tgt_tokens", "padded", "flops"):
+            # the loss is a tensor on the device: the sum stays there
             self.window[key] = self.window.get(key, 0) + getattr(update, key)
         self.window["updates"] = self.window.get("updates", 0) + 1
 
-    def record(self, at: Position, lr: float, peak: float | None) -> dict:
+    def loss(self, at: Position, device) -> float:
+        """The summed loss since the last metric line, over all processes; stop, saving
+        nothing, when it is not a number."""
+        total = float(all_sum([self.window.get("loss", 0.0)], device)[0])
+        if not math.isfinite(total):
+            first = self.window["first"]
+            which, them = (
+                (f"update {first}", "this update")
+                if first == at.step
+                else (f"updates {first}-{at.step}", "them")
+            )
+            raise ValueError(
+                f"{which}: the training loss is {total}, so training stopped without "
+                f"saving {them} (the run's last checkpoint is kept); a learning rate "
+                "too high for the model (--lr-factor, --warmup) is the usual cause"
+            )
+        return total
+
+    def record(self, at: Position, lr: float, peak: float | None, device) -> dict:
+        loss = self.loss(at, device)
         w, seconds = self.window, max(time.time() - self.window_start, 1e-9)
         self.window, self.window_start = {}, time.time()
         return dict(
             step=at.step,
             epoch=at.epoch,
-            loss=float(w["loss"]) / w["tgt_tokens"],
+            loss=loss / w["tgt_tokens"],
             lr=lr,
             tokens_per_update=w["tgt_tokens"] / w["updates"],
             tokens_per_s=w["tgt_tokens"] / seconds,

@@ -83,6 +83,7 @@ def test_greedy_decoding_stops_at_end_of_sentence_per_row():
     assert strip_special(out, EOS, PAD) == [[5], [6, 6, 6]]
 
 
+@pytest.mark.slow
 def test_copy_task_learns_in_a_thousand_updates():
     task = CopyTask()
     # bounded by updates, not by the clock

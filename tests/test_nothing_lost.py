@@ -384,6 +384,7 @@ def test_sigterm_under_torchrun_saves_on_every_process(text_corpus, tmp_path):
 # 9. A process that stops answering ends the run in one line.
 
 
+@pytest.mark.slow
 def test_a_frozen_process_stops_the_others_with_one_line(text_corpus, tmp_path):
     # The limit under test is a time by nature: half a minute, far longer than an update
     # of this tiny model takes even on a busy machine. What is checked is the message

@@ -102,6 +102,7 @@ def test_a_run_folder_refuses_another_corpus(tmp_path, capsys):
     assert "--train-fraction" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_the_command_trains_parses_and_scores_what_it_stores(
     shared_data, tmp_path, capsys
 ):

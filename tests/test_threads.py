@@ -152,6 +152,7 @@ def test_a_negative_thread_count_is_refused_before_training(tmp_path, capsys):
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.slow
 def test_the_threads_benchmark_runs_the_default_command_four_times(
     shared_data, tmp_path
 ):

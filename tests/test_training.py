@@ -130,7 +130,7 @@ def test_accumulated_gradient_equals_one_large_batch():
         )
 
 
-@pytest.mark.parametrize("name", ["base", "big"])
+@pytest.mark.parametrize("name", ["base", pytest.param("big", marks=pytest.mark.slow)])
 def test_paper_sized_training_step_on_cpu(name):
     torch.manual_seed(0)
     config = PRESETS[name]
@@ -521,6 +521,7 @@ def test_help_shows_the_defaults_of_the_chosen_preset(capsys):
 
 
 # one compilation for all shapes; one per fixed shape
+@pytest.mark.slow
 @pytest.mark.parametrize("buckets", ["0", "2"])
 def test_compiled_training_follows_the_eager_trajectory(text_corpus, tmp_path, buckets):
     # compiled
@@ -672,3 +673,69 @@ def test_a_process_other_than_rank_0_maps_the_token_cache_and_reads_no_training_
         and folder.stream.pairs.folder == meta.parent
     )
     assert len(folder.valid_pairs) > 0 and folder.sp.get_piece_size() == 80
+
+
+# Reading a number back from the device makes the CPU wait for it to finish.
+READS = ("item", "tolist", "__float__", "__int__", "__bool__", "__index__")
+
+
+def test_updates_read_nothing_back_between_metric_lines(
+    text_corpus, tmp_path, monkeypatch
+):
+    """Every read of a tensor's value into Python by the package's own code is
+    recorded, except the counting of each batch on the CPU before it goes to the
+    device (the stream's collation and ``UpdateCounts.of``): between metric lines
+    there is none. (Reads inside PyTorch, such as plain Adam's step counter, which
+    lives on the CPU, are PyTorch's.)"""
+    events, counting = [], []
+
+    def reading(name, real):
+        def read(self, *args):
+            caller = sys._getframe(1).f_code.co_filename
+            if not counting and "annotated_transformer" in caller:
+                events.append(f"{name} in {Path(caller).name}")
+            return real(self, *args)
+
+        return read
+
+    def marked(real, mark=None, quiet=False):
+        def call(*args, **kwargs):
+            if quiet:
+                counting.append(True)
+            try:
+                return real(*args, **kwargs)
+            finally:
+                if quiet:
+                    counting.pop()
+                if mark:
+                    events.append(mark)
+
+        return call
+
+    for name in READS:
+        monkeypatch.setattr(
+            torch.Tensor, name, reading(name, getattr(torch.Tensor, name))
+        )
+    stream = run_folder.UpdateStream
+    monkeypatch.setattr(stream, "next", marked(stream.next, quiet=True))
+    of = trainer.UpdateCounts.of.__func__
+    monkeypatch.setattr(trainer.UpdateCounts, "of", classmethod(marked(of, quiet=True)))
+    monkeypatch.setattr(trainer, "train_step", marked(trainer.train_step, "update"))
+    monkeypatch.setattr(trainer, "log_update", marked(trainer.log_update, "log"))
+    options = ["--max-steps", "12", "--log-every", "5", "--save-every", "100000"]
+    assert train.main([*_cli(text_corpus, tmp_path), *options, "--no-progress"]) == 0
+    monkeypatch.undo()
+    # the events after each update, up to the next one
+    after, marks = {}, iter(range(1, 100))
+    for event in events[events.index("update") :]:
+        if event == "update":
+            step = next(marks)
+            after[step] = []
+        else:
+            after[step].append(event)
+    logged = {step for step, seen in after.items() if "log" in seen}
+    assert sorted(after) == list(range(1, 13)) and logged == {1, 5, 10, 12}
+    reads = {step: [e for e in seen if e != "log"] for step, seen in after.items()}
+    assert {step: r for step, r in reads.items() if step not in logged and r} == {}
+    # the instrument sees the reads a metric line makes
+    assert all(reads[step] for step in logged)

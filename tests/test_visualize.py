@@ -512,6 +512,7 @@ def test_a_sentence_that_looks_like_markup_leaves_the_explorer_whole():
     assert json.loads(data)["sentences"][0]["source"] == attn.source
 
 
+@pytest.mark.slow
 def test_a_trained_pattern_survives_capture_float16_and_words(tmp_path):
     """Appendix D's instrument check: a model that must reverse its source shows the
     reversal in encoder–decoder attention, read through the same capture, float16
@@ -524,6 +525,7 @@ def test_a_trained_pattern_survives_capture_float16_and_words(tmp_path):
     assert untrained["best"]["weight"] < 2 * untrained["even_spread"]
 
 
+@pytest.mark.slow
 def test_the_gpu_figure_script_runs_unchanged_at_a_tiny_size(shared_data, tmp_path):
     """tools/figure_gpu.sh trains, scores, captures, measures and draws; here with a
     tiny model for two updates on the CPU, the options given after STORE winning."""

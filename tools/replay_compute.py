@@ -42,7 +42,7 @@ def replay(run_dir: Path, data_dir: Path) -> dict[int, float]:
             splits,
             say=lambda *a: None,
             # lists: the folder goes away
-            cache=False,
+            token_cache=False,
         )
     stream = run_folder.UpdateStream(train_pairs, run, settings.get("world_size", 1), 0)
     at, total, totals = run_folder.Position(), 0.0, {}
