@@ -46,21 +46,19 @@ class FastPaths:
     fused_attention: bool = False  # eq. 1 in one kernel (chapter 4 tests it equal)
     fused_adam: bool = False  # Adam's update in one kernel: the same arithmetic
     bf16: bool = False  # matrix products in bf16; weights, moments and loss stay fp32
-    library_loss: bool = False  # PyTorch's cross_entropy for the plain smoothed loss
     compile: bool = False  # torch.compile of the model and of the loss
     buckets: int = 0  # with compile: batches in this many fixed shapes
     token_cache: bool = False  # training pairs as memory-mapped token ids
 
 
 def fast_paths(device: str = "cpu", run: RunConfig | None = None) -> FastPaths:
-    """The fast paths for ``device``: on a GPU the fused kernels, PyTorch's loss and,
-    unless the run says ``--no-bf16``, bf16; ``--compile`` and ``--buckets`` as the run
-    gives them; everywhere the token cache, which saves memory."""
+    """The fast paths for ``device``: on a GPU the fused kernels and, unless the run
+    says ``--no-bf16``, bf16; ``--compile`` and ``--buckets`` as the run gives them;
+    everywhere the token cache, which saves memory."""
     on_gpu = device.startswith("cuda")
     return FastPaths(
         fused_attention=on_gpu,
         fused_adam=on_gpu,
-        library_loss=on_gpu,
         bf16=on_gpu and (run is None or run.bf16),
         compile=run is not None and run.compile,
         buckets=run.buckets if run is not None else 0,
@@ -76,28 +74,15 @@ def model_config(config: TransformerConfig, fast: FastPaths) -> TransformerConfi
     )
 
 
-def library_smoothed_loss(scores, target, pad, label_smoothing, reduction="mean"):
-    """``label_smoothed_loss`` computed by PyTorch's ``cross_entropy``, which builds the
-    same smoothed target without a tensor of the scores' size; at least float32."""
-    scores = scores.to(torch.promote_types(scores.dtype, torch.float32))
-    return torch.nn.functional.cross_entropy(
-        scores.flatten(0, -2),
-        target.flatten(),
-        ignore_index=pad,
-        label_smoothing=label_smoothing,
-        reduction=reduction,
-    )
-
-
 def faster(update: Update, fast: FastPaths) -> Update:
-    """Chapter 11's plain ``update`` with the fast paths that change it: PyTorch's loss,
-    the model and the loss compiled, and bf16 autocast on the GPU. The weights stay
-    those it trains."""
-    loss = library_smoothed_loss if fast.library_loss else label_smoothed_loss
-    changes = {"loss_function": loss}
+    """Chapter 11's plain ``update`` with the fast paths that wrap it: the model and the
+    loss compiled, and bf16 autocast on the GPU. The weights stay those it trains."""
+    changes = {}
     if fast.compile:
         changes["model"] = compiled(update.model, fast.buckets)
-        changes["loss_function"] = torch.compile(loss, dynamic=not fast.buckets)
+        changes["loss_function"] = torch.compile(
+            label_smoothed_loss, dynamic=not fast.buckets
+        )
     if fast.bf16:
         changes["autocast"] = functools.partial(
             torch.autocast, "cuda", dtype=torch.bfloat16
@@ -109,10 +94,7 @@ def all_fast_paths(device: str, run: RunConfig) -> FastPaths:
     """Every fast path that runs on ``device``, also the fused kernels that training
     takes on a GPU only: the benchmark's ``fast`` path."""
     return dataclasses.replace(
-        fast_paths(device, run),
-        fused_attention=True,
-        fused_adam=True,
-        library_loss=True,
+        fast_paths(device, run), fused_attention=True, fused_adam=True
     )
 
 
