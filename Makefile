@@ -77,20 +77,20 @@ bench-smoke: $(FULL)
 	  --no-progress -o _build/benchmark/data.json
 
 export: $(FULL)
-	$(BIN)/python -m annotated_transformer._literate export
+	$(BIN)/python tools/literate.py export
 
 check: $(FULL)
-	$(BIN)/python -m annotated_transformer._literate check
+	$(BIN)/python tools/literate.py check
 	$(BIN)/ruff check annotated_transformer tests tools conftest.py
 	$(BIN)/ruff format --check annotated_transformer tests tools book conftest.py
 
 # The chapters' code cells through jupytext (only code cells change), then the package from them.
 format: $(FULL)
-	$(BIN)/ruff format conftest.py tests tools annotated_transformer/_literate.py annotated_transformer/__init__.py
+	$(BIN)/ruff format conftest.py tests tools annotated_transformer/__init__.py
 	for chapter in book/[0-9][0-9]_*.md; do \
 	  $(BIN)/jupytext --quiet --pipe "$(BIN)/ruff format -" $$chapter || exit 1; done
 	$(BIN)/ruff format book/[0-9][0-9]_*.md
-	$(BIN)/python -m annotated_transformer._literate export
+	$(BIN)/python tools/literate.py export
 
 # Chapters are executed again only when their code changed (execute_notebooks: cache), or when AT_SCALE
 # differs from the last build's, since the cache does not see environment variables. They train at

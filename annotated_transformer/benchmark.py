@@ -262,9 +262,7 @@ def step_decoder(sentence: str, sp, model=None, translator=None, device: str = "
             src.repeat(batch, 1),
             (src != data.PAD).unsqueeze(-2).repeat(batch, 1, 1),
             n,
-            bos=data.BOS,
             eos=NEVER,
-            pad=data.PAD,
         )
     pieces = sp.encode(sentence, out_type=str)
     return lambda batch, n: translator.translate_batch(

@@ -279,6 +279,12 @@ def run_vocabulary(
     )
 
 
+def vocabulary_fingerprint(vocabulary: str) -> str:
+    """The fingerprint in a vocabulary's file name, ``spm-bpe8000-<fingerprint>.model``,
+    which hashes its training pairs and settings."""
+    return vocabulary.removesuffix(".model").rsplit("-", 1)[-1]
+
+
 def check_same_data(out_dir: Path, saved: dict | None, vocabulary: str) -> None:
     """Refuse to go on with training data other than the run's. ``vocabulary`` is the
     file name the data given now would have (``spm-bpe8000-<fingerprint>.model``); the
@@ -287,14 +293,14 @@ def check_same_data(out_dir: Path, saved: dict | None, vocabulary: str) -> None:
     under old weights would go on training as if nothing had happened."""
     recorded = run_vocabulary(out_dir, saved, other_than=vocabulary)
     if recorded is not None and recorded != vocabulary:
-
-        def fingerprint(name: str) -> str:
-            return name.removesuffix(".model").rsplit("-", 1)[-1]
-
+        ours, given = (
+            vocabulary_fingerprint(recorded),
+            vocabulary_fingerprint(vocabulary),
+        )
         raise ValueError(
             f"{out_dir} was started on other training data: its training pairs and "
-            f"vocabulary settings have the fingerprint {fingerprint(recorded)}, the "
-            f"data given now {fingerprint(vocabulary)}. Give the --data-dir and "
+            f"vocabulary settings have the fingerprint {ours}, the data given now "
+            f"{given}. Give the --data-dir and "
             "--max-train-pairs the run began with, or train a new run with another "
             "--run"
         )

@@ -190,11 +190,11 @@ def add_weights_options(group) -> None:
     )
 
 
+# the type and metavar of each decoding option
 DECODE_OPTIONS = {
     "beam_size": (int, "K"),
     "alpha": (float, "X"),
     "max_extra": (int, "N"),
-    # the type and metavar of each option
     "eval_batch_tokens": (int, "N"),
 }
 

@@ -374,7 +374,7 @@ def check_run_config(run: RunConfig) -> None:
 
 
 # Smaller than the paper's base and regularised harder, for 29,000 sentence pairs
-# (the list above).
+# (appendix C gives each choice).
 MULTI30K_MODEL = TransformerConfig(
     vocab_size=8000, n_layers=4, d_model=128, d_ff=512, n_heads=4, dropout=0.3
 )

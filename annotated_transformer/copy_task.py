@@ -123,9 +123,6 @@ def copy_accuracy(
             src,
             (src != PAD).unsqueeze(-2),
             max_len=task.max_len + 2,
-            bos=BOS,
-            eos=EOS,
-            pad=PAD,
         )
         wanted = strip_special(src, EOS, PAD)
         correct += sum(a == b for a, b in zip(strip_special(out, EOS, PAD), wanted))

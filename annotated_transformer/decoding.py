@@ -13,6 +13,7 @@ from tqdm import tqdm
 
 from annotated_transformer import data
 from annotated_transformer.config import PAPER_DECODING, DecodeConfig
+from annotated_transformer.data import BOS, EOS, PAD
 from annotated_transformer.layers import subsequent_mask
 
 
@@ -43,7 +44,7 @@ class KVCache:
 
 # inference_mode: no gradients, as with no_grad, nor bookkeeping for a backward pass.
 @torch.inference_mode()
-def greedy_decode(model, src, src_mask, max_len, bos, eos, pad, incremental=True):
+def greedy_decode(model, src, src_mask, max_len, incremental=True, eos=EOS):
     """The most probable next token at every step, for a batch of sources.
 
     max_len: one limit for all rows, or a (batch,) tensor of limits. Returns (batch,
@@ -55,14 +56,14 @@ def greedy_decode(model, src, src_mask, max_len, bos, eos, pad, incremental=True
     cache = None
     if incremental:  # a (self-attention, encoder-decoder attention) pair per layer
         cache = [(KVCache(), KVCache(fixed=True)) for _ in model.decoder.layers]
-    ys = torch.full((batch, 1), bos, dtype=torch.long, device=src.device)
+    ys = torch.full((batch, 1), BOS, dtype=torch.long, device=src.device)
     done = torch.zeros(batch, dtype=torch.bool, device=src.device)
     for step in range(1, int(limits.max()) + 1):
         mask = None if incremental else subsequent_mask(ys.size(1), src.device)
         states = model.decode(memory, src_mask, ys, mask, cache)
         scores = model.generator.proj(states[:, -1])  # (batch, vocab), before softmax
-        scores[:, [pad, bos]] = float("-inf")  # never valid outputs
-        token = scores.argmax(dim=-1).masked_fill(done, pad)  # the first maximum
+        scores[:, [PAD, BOS]] = float("-inf")  # never valid outputs
+        token = scores.argmax(dim=-1).masked_fill(done, PAD)  # the first maximum
         ys = torch.cat([ys, token.unsqueeze(1)], dim=1)
         done |= (token == eos) | (limits <= step)
         if done.all():
@@ -230,15 +231,7 @@ def decode_ids(
         limits = src_mask.sum(dim=(1, 2)) + settings.max_extra
         if settings.beam_size == 1 and allowed is None:
             outputs = strip_special(
-                greedy_decode(
-                    model,
-                    src,
-                    src_mask,
-                    limits,
-                    bos=data.BOS,
-                    eos=data.EOS,
-                    pad=data.PAD,
-                ),
+                greedy_decode(model, src, src_mask, limits),
                 data.EOS,
                 data.PAD,
             )

@@ -52,19 +52,22 @@ class ThreadChooser:
     Call ``pick`` before an update and ``took`` after it. The first update warms up
     and is not timed. Then each of ``candidates`` trains ``trial`` updates, in turn,
     and the fastest is kept. When the last ``window`` updates run at less than
-    ``slower`` times the speed measured for the kept count, all are timed again."""
+    ``slower`` times the speed measured for the kept count, all are timed again; and
+    every ``every`` updates, in case the machine has become quieter."""
 
     candidates: list[int]  # one: a fixed count, nothing is timed
     say: Callable[[str], None] = print
     trial: int = 3
     window: int = 10
     slower: float = 0.5
+    every: int = 500
     clock: Callable[[], float] = time.perf_counter
     plan: list = field(default_factory=list)  # the counts of the next timed updates
     measured: dict = field(default_factory=dict)  # count: [tokens, seconds]
     speed: dict = field(default_factory=dict)  # count: tokens/s, of the last trial
     chosen: int | None = None
     recent: deque = field(default_factory=deque)  # (tokens, seconds) since then
+    kept: int = 0  # updates at the chosen count since it was chosen
     started: float = 0.0
 
     def __post_init__(self):
@@ -90,8 +93,11 @@ class ThreadChooser:
             if not self.plan:
                 self.choose()
         elif self.chosen is not None:
+            self.kept += 1
+            if self.kept == self.every:  # a quieter machine may take more threads
+                self.plan = self.candidates * self.trial
             self.recent.append((tokens, seconds))
-            if len(self.recent) == self.window:
+            if len(self.recent) == self.window and not self.plan:
                 now = sum(t for t, _ in self.recent) / sum(s for _, s in self.recent)
                 if now < self.slower * self.speed[self.chosen]:
                     self.say(
@@ -103,10 +109,13 @@ class ThreadChooser:
                 self.recent.popleft()
 
     def choose(self) -> None:
+        before = self.chosen
         self.speed = {n: t / max(s, 1e-9) for n, (t, s) in self.measured.items()}
         self.chosen = max(self.speed, key=self.speed.get)
-        self.measured, self.recent = {}, deque()
+        self.measured, self.recent, self.kept = {}, deque(), 0
         torch.set_num_threads(self.chosen)
+        if self.chosen == before:  # timed again, and nothing to say
+            return
         timed = "; ".join(f"{n}: {v:,.0f} tokens/s" for n, v in self.speed.items())
         self.say(
             f"CPU threads, {self.trial} updates each: {timed}; keeping "

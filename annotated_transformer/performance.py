@@ -234,17 +234,9 @@ def time_decoding(
     vocab = model.generator.proj.out_features
     src = torch.randint(4, vocab, (batch, src_len), generator=generator)
     src_mask = (src != data.PAD).unsqueeze(-2)
-    pad, bos = data.PAD, data.BOS
     return fastest_seconds(
         lambda: greedy_decode(
-            model,
-            src,
-            src_mask,
-            length,
-            bos=bos,
-            eos=NEVER,
-            pad=pad,
-            incremental=incremental,
+            model, src, src_mask, length, incremental=incremental, eos=NEVER
         ),
         repeat,
     )

@@ -37,7 +37,7 @@ from annotated_transformer.run_folder import Position, RunFolder
 class UpdateCounts:
     """What one update trained on, over all processes."""
 
-    loss: object  # this process's summed loss: a tensor on the device, not yet read
+    loss: object  # this process's summed loss, a tensor on the device: read at logs
     tgt_tokens: int  # real target tokens: what the loss is averaged over
     src_tokens: int
     padded: int  # target positions, padding included

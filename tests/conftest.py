@@ -1,6 +1,7 @@
 """Shared fixtures: a tiny synthetic parallel corpus in the formats the loaders read,
 and the options of a tiny training run on it."""
 
+import importlib.util
 import os
 import queue
 import random
@@ -24,15 +25,24 @@ DE = (
 LEXICON = dict(zip(EN, DE))
 
 
+TOOLS = Path(__file__).resolve().parents[1] / "tools"
+
+
+def load_tool(name: str):
+    """The script ``tools/NAME.py`` as a module (the tools are not a package)."""
+    spec = importlib.util.spec_from_file_location(name, TOOLS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # where its dataclasses look themselves up
+    spec.loader.exec_module(module)
+    return module
+
+
 # The training options the tests share: the text corpus, a one-layer model of d_model 32
 # and 300-token updates (each test adds its data folder, run folder and schedule).
 TINY_RUN = (
     "--corpus text --vocab-size 80 --n-layers 1 --d-model 32 --d-ff 64 --n-heads 2 "
     "--batch-tokens 300 --warmup 10 --valid-every 1000"
 ).split()
-
-# ... with checkpoints every 2 updates, the last 2 averaged, and plain progress lines
-TINY_SCHEDULED_RUN = [*TINY_RUN, "--save-every", "2", "--average", "2", "--no-progress"]
 
 # two CPU training processes under torchrun (followed by the training options)
 TORCHRUN_TRAIN = [
@@ -46,18 +56,16 @@ TORCHRUN_TRAIN = [
 ]
 
 
+def tiny_run(corpus: Path, run: Path, *extra) -> list[str]:
+    """The options of a tiny run on ``corpus`` into the folder ``run``: the one place
+    that builds them (each test adds its schedule in ``extra``)."""
+    return [*TINY_RUN, "--data-dir", str(corpus), "--out-dir", str(run), *extra]
+
+
 def train_argv(corpus: Path, run: Path, steps: int, *extra) -> list[str]:
     """The options of a tiny scheduled run of ``steps`` updates on ``corpus``."""
-    return [
-        "--data-dir",
-        str(corpus),
-        "--out-dir",
-        str(run),
-        "--max-steps",
-        str(steps),
-        *TINY_SCHEDULED_RUN,
-        *extra,
-    ]
+    schedule = ["--save-every", "2", "--average", "2", "--no-progress"]
+    return tiny_run(corpus, run, "--max-steps", str(steps), *schedule, *extra)
 
 
 def synthetic_pairs(n: int, seed: int) -> list[tuple[str, str]]:

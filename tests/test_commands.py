@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import TINY_RUN
+from conftest import load_tool, tiny_run
 
 from annotated_transformer import (
     bundle,
@@ -36,21 +36,8 @@ def trained_run(text_corpus, tmp_path_factory):
     """A tiny model trained for 12 updates on the synthetic corpus, with checkpoints
     every 4."""
     out_dir = tmp_path_factory.mktemp("run") / "tiny"
-    argv = [
-        *TINY_RUN,
-        "--data-dir",
-        str(text_corpus),
-        "--out-dir",
-        str(out_dir),
-        "--save-every",
-        "4",
-        "--max-steps",
-        "12",
-        "--average",
-        "2",
-        "--no-progress",
-    ]
-    assert train.main(argv) == 0
+    schedule = ["--save-every", "4", "--max-steps", "12", "--average", "2"]
+    assert train.main(tiny_run(text_corpus, out_dir, *schedule, "--no-progress")) == 0
     return out_dir
 
 
@@ -114,13 +101,7 @@ def test_a_run_records_its_training_compute_as_a_replay_of_its_batches_counts_it
     """results.json and the last metric line hold the FLOPs of the updates made;
     planning the same batches again and counting them with the book's formula (the tool
     that did this for older runs) agrees."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(
-        "replay", Path(__file__).parents[1] / "tools" / "replay_compute.py"
-    )
-    replay = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(replay)
+    replay = load_tool("replay_compute")
     results = json.loads((trained_run / "results.json").read_text())
     last = [
         r

@@ -75,9 +75,7 @@ class _Scripted(torch.nn.Module):
 def test_greedy_decoding_stops_at_end_of_sentence_per_row():
     model = _Scripted([[5, EOS, 7, 7, 7], [6, 6, 6, EOS, 7]])
     src = torch.arange(2).unsqueeze(1).expand(2, 3)
-    out = greedy_decode(
-        model, src, None, max_len=10, bos=BOS, eos=EOS, pad=PAD, incremental=False
-    )
+    out = greedy_decode(model, src, None, max_len=10, incremental=False)
     # stops as soon as both ended
     assert out.tolist() == [[5, EOS, PAD, PAD], [6, 6, 6, EOS]]
     assert strip_special(out, EOS, PAD) == [[5], [6, 6, 6]]

@@ -4,7 +4,6 @@ vocabulary, token batching."""
 import gzip
 import html
 import multiprocessing
-import time
 from pathlib import Path
 
 import pyarrow as pa
@@ -357,16 +356,20 @@ def test_the_token_cache_is_built_once_and_later_calls_map_it(
     assert not (tmp_path / "none" / "meta.json").exists()
 
 
-def _build_cache_in_a_process(folder: str, vocab: str, pairs: list, marks: str) -> None:
+def _build_cache_in_a_process(folder, vocab, pairs, marks, holding, second) -> None:
+    """Build the cache; the first process (``holding`` not yet set) says when it holds
+    the lock and keeps it until the second process has started."""
     import sentencepiece as spm
 
     def chunks():
         with open(marks, "a") as f:
             f.write("encoding\n")
-        # long enough for the other process to arrive while this one holds the lock
-        time.sleep(0.5)
+        holding.set()
+        second.wait()
         yield pairs
 
+    if holding.is_set():  # the second process: the first holds the lock now
+        second.set()
     cache = speed.token_cache(
         Path(folder), spm.SentencePieceProcessor(model_file=vocab), chunks()
     )
@@ -381,15 +384,16 @@ def test_of_two_processes_one_encodes_and_the_other_waits_and_maps(
     vocab = str(next((tmp_path / "vocab").glob("*.model")))
     marks = tmp_path / "marks"
     context = multiprocessing.get_context("spawn")
-    args = (str(tmp_path / "cache"), vocab, pairs, str(marks))
-    processes = [
-        context.Process(target=_build_cache_in_a_process, args=args) for _ in range(2)
-    ]
-    for process in processes:
-        process.start()
-    for process in processes:
-        process.join()
-    assert [process.exitcode for process in processes] == [0, 0]
+    holding, second = context.Event(), context.Event()
+    args = (str(tmp_path / "cache"), vocab, pairs, str(marks), holding, second)
+    first = context.Process(target=_build_cache_in_a_process, args=args)
+    first.start()
+    assert holding.wait(timeout=600)  # the first process encodes, holding the lock
+    later = context.Process(target=_build_cache_in_a_process, args=args)
+    later.start()
+    for process in (first, later):
+        process.join(timeout=600)
+    assert [process.exitcode for process in (first, later)] == [0, 0]
     # one of them encoded; the other only mapped
     assert marks.read_text().splitlines() == ["encoding"]
 

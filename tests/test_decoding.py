@@ -72,9 +72,7 @@ def test_beam_of_one_is_greedy_decoding():
         model = _model(vocab=12, seed=seed, eos_bias=2.0)
         src, src_mask = _sources(12, [5, 3, 7, 4, 6], seed)
         limits = src_mask.sum(dim=(1, 2)) + 4
-        greedy = strip_special(
-            greedy_decode(model, src, src_mask, limits, BOS, EOS, PAD), EOS, PAD
-        )
+        greedy = strip_special(greedy_decode(model, src, src_mask, limits), EOS, PAD)
         for alpha in (0.0, 0.6, 1.5):
             beam = beam_search(
                 model, src, src_mask, limits, DecodeConfig(beam_size=1, alpha=alpha)
@@ -101,7 +99,7 @@ def test_batched_decoding_equals_one_sentence_at_a_time(beam_size):
         n_best=beam_size,
     )
     batched_greedy = strip_special(
-        greedy_decode(model, src, src_mask, limits, BOS, EOS, PAD), EOS, PAD
+        greedy_decode(model, src, src_mask, limits), EOS, PAD
     )
     for i in range(src.size(0)):
         n = int(limits[i]) - 5
@@ -115,7 +113,7 @@ def test_batched_decoding_equals_one_sentence_at_a_time(beam_size):
             [h.score for h in batched[i]], abs=1e-5
         )
         greedy = strip_special(
-            greedy_decode(model, alone_src, alone_mask, n + 5, BOS, EOS, PAD), EOS, PAD
+            greedy_decode(model, alone_src, alone_mask, n + 5), EOS, PAD
         )
         assert greedy[0] == batched_greedy[i]
 
@@ -182,10 +180,10 @@ def test_cached_decoding_equals_full_recomputation(norm_first):
     model = _model(vocab=16, seed=2, norm_first=norm_first, eos_bias=1.5)
     src, src_mask = _sources(16, [7, 3, 5], seed=6)
     limits = src_mask.sum(dim=(1, 2)) + 8
-    cached = greedy_decode(model, src, src_mask, limits, BOS, EOS, PAD)
+    cached = greedy_decode(model, src, src_mask, limits)
     assert torch.equal(
         cached,
-        greedy_decode(model, src, src_mask, limits, BOS, EOS, PAD, incremental=False),
+        greedy_decode(model, src, src_mask, limits, incremental=False),
     )
     # Step by step, the two ways of computing the next distribution agree to float
     # rounding.

@@ -6,8 +6,15 @@ import shutil
 from pathlib import Path
 
 import pytest
+from conftest import load_tool
 
-from annotated_transformer._literate import check, export, main, render_modules
+literate = load_tool("literate")
+check, export, main, render_modules = (
+    literate.check,
+    literate.export,
+    literate.main,
+    literate.render_modules,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,16 +1,13 @@
 """The offline check of the built book: tables shown as text, and computed tables
 missing from a page."""
 
-import importlib.util
 import json
 from pathlib import Path
 
+from conftest import load_tool
+
 ROOT = Path(__file__).resolve().parents[1]
-spec = importlib.util.spec_from_file_location(
-    "check_offline_book", ROOT / "tools" / "check_offline_book.py"
-)
-check = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(check)
+check = load_tool("check_offline_book")
 
 HEADER = (
     "---\njupytext:\n  text_representation:\n    format_name: myst\n---\n\n# A "

@@ -168,7 +168,7 @@ def test_ctranslate2_export_decodes_the_same_tokens(tmp_path, synthetic_pairs):
     src_mask = (src != data.PAD).unsqueeze(-2)
     limits = src_mask.sum(dim=(1, 2)) + 10
     ours = strip_special(
-        greedy_decode(model, src, src_mask, limits, data.BOS, data.EOS, data.PAD),
+        greedy_decode(model, src, src_mask, limits),
         data.EOS,
         data.PAD,
     )

@@ -1,14 +1,11 @@
 """The prose check: chapters state measured numbers only through cells."""
 
-import importlib.util
 from pathlib import Path
 
+from conftest import load_tool
+
 ROOT = Path(__file__).resolve().parents[1]
-spec = importlib.util.spec_from_file_location(
-    "check_prose_numbers", ROOT / "tools" / "check_prose_numbers.py"
-)
-check = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(check)
+check = load_tool("check_prose_numbers")
 
 HEADER = (
     "---\njupytext:\n  text_representation:\n    format_name: myst\n---\n\n# A "
@@ -84,11 +81,7 @@ def test_the_chapters_state_limits_as_facts_not_as_plans():
 
 
 def test_the_readme_states_the_stored_chapter_times():
-    spec = importlib.util.spec_from_file_location(
-        "chapter_times", ROOT / "tools" / "chapter_times.py"
-    )
-    times = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(times)
+    times = load_tool("chapter_times")
     assert times.summary() in (ROOT / "README.md").read_text()
 
 
@@ -130,11 +123,7 @@ def test_a_long_shown_cell_is_measured_and_a_hidden_one_is_not(tmp_path):
     assert shown_cell_lengths(chapter) == [90]
 
 
-measure_spec = importlib.util.spec_from_file_location(
-    "prose_measure", ROOT / "tools" / "prose_measure.py"
-)
-measure = importlib.util.module_from_spec(measure_spec)
-measure_spec.loader.exec_module(measure)
+measure = load_tool("prose_measure")
 
 
 def test_sentences_are_measured_in_words_outside_code(tmp_path):

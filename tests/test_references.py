@@ -1,15 +1,12 @@
 """References to chapters and appendices are links to their pages, and each link's
 words name the page it leads to (tools/book_references.py)."""
 
-import importlib.util
 from pathlib import Path
 
+from conftest import load_tool
+
 ROOT = Path(__file__).resolve().parents[1]
-spec = importlib.util.spec_from_file_location(
-    "book_references", ROOT / "tools" / "book_references.py"
-)
-references = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(references)
+references = load_tool("book_references")
 
 
 def test_every_reference_of_the_book_and_the_readme_is_a_link_to_its_page():

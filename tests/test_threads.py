@@ -50,6 +50,23 @@ def test_the_fastest_count_is_kept_after_a_warm_up_and_three_updates_each():
     ]
 
 
+def test_the_counts_are_timed_again_now_and_then_and_go_back_up_when_quiet():
+    said = []
+    chooser = devices.ThreadChooser(candidates=[2, 1], say=said.append, every=50)
+    # chosen on a busy machine: one thread
+    assert simulate(chooser, {2: 600.0, 1: 3000.0}, updates=20)[-1] == 1
+    # the machine quiets: one thread runs at its old speed, so nothing slows down,
+    # but the trial every 50 updates finds two threads faster again
+    counts = simulate(chooser, {2: 5000.0, 1: 3000.0}, updates=60)
+    assert counts[:37] == [1] * 37 and counts[37:43] == [2, 1] * 3
+    assert counts[43:] == [2] * 17 and chooser.chosen == 2
+    assert said[-1].endswith("keeping 2 (--threads N fixes the count)")
+    # timed again with nothing changed: no line
+    lines = len(said)
+    simulate(chooser, {2: 5000.0, 1: 3000.0}, updates=60)
+    assert len(said) == lines and chooser.chosen == 2
+
+
 def test_a_run_that_slows_far_below_its_measured_speed_times_the_counts_again():
     said = []
     chooser = devices.ThreadChooser(candidates=[2, 1], say=said.append)
@@ -117,8 +134,21 @@ def test_decoding_uses_the_free_cores_unless_the_count_is_fixed(monkeypatch):
     assert torch.get_num_threads() == 2
 
 
-def test_the_free_cores_are_at_least_one_and_at_most_all():
-    assert 1 <= devices.free_cores(0.05) <= torch.multiprocessing.cpu_count()
+@pytest.mark.parametrize(
+    "loads, free",
+    [
+        ([0, 0, 0, 0], 4),
+        ([100, 100, 50, 0], 2),
+        ([100, 100, 20, 10], 2),
+        ([100] * 4, 1),
+    ],
+)
+def test_the_free_cores_are_the_idle_share_of_the_cores_and_at_least_one(
+    loads, free, monkeypatch
+):
+    monkeypatch.setattr(devices.psutil, "cpu_count", lambda: len(loads))
+    monkeypatch.setattr(devices.psutil, "cpu_percent", lambda **_: loads)
+    assert devices.free_cores(0.05) == free
 
 
 def losses(run) -> list[float]:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import TINY_RUN, TORCHRUN_TRAIN, Child
+from conftest import TORCHRUN_TRAIN, Child, tiny_run
 
 from annotated_transformer import corpora, devices, run_folder, speed, train, trainer
 from annotated_transformer.checkpoints import (
@@ -166,23 +166,12 @@ def test_paper_sized_training_step_on_cpu(name):
 
 
 def _cli(text_corpus, out_dir, *extra):
-    return [
-        *TINY_RUN,
-        "--data-dir",
-        str(text_corpus),
-        "--out-dir",
-        str(out_dir),
-        "--log-every",
-        "1",
-        "--save-every",
-        "4",
-        "--save-every-minutes",
-        "60",
-        "--max-minutes",
-        "0",
-        "--no-progress",
-        *extra,
-    ]
+    """A tiny run with a metric line at every update and a checkpoint every 4 (each
+    test gives --max-steps)."""
+    schedule = ["--log-every", "1", "--save-every", "4", "--save-every-minutes", "60"]
+    return tiny_run(
+        text_corpus, out_dir, *schedule, "--max-minutes", "0", "--no-progress", *extra
+    )
 
 
 def _losses(out_dir: Path) -> dict[int, float]:

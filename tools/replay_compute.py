@@ -1,7 +1,7 @@
 """The training compute of a stored run that was made before runs recorded it: the
 batches of its updates are planned again exactly as training planned them (same data,
 vocabulary, batch size and seed, from the run's ``config.json``), and their FLOPs are
-summed with the book's count (``performance.training_flops``). The replay must give the
+summed with the book's count (``flops.training_flops``). The replay must give the
 token counts the run logged in ``metrics.jsonl`` at every metric line, or nothing is
 written; then ``train_flops`` is added to the run's ``results.json`` and to each metric
 line that logged token counts, as a run records it today.

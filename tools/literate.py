@@ -1,5 +1,5 @@
-"""The book-to-package exporter (hand-written; the only module besides ``__init__`` that
-is).
+"""The book-to-package exporter (hand-written, as is the package's ``__init__``; it
+lives outside the package, which needs neither jupytext nor nbformat to run).
 
 Every chapter ``book/NN_name.md`` is a MyST Markdown notebook. A code cell whose first
 line is ``# export: NAME`` is appended, in chapter order, to
@@ -14,8 +14,8 @@ paired notebook from Jupyter writes outputs into the twin and a ``jupytext_versi
 line into the chapter's header; ``export`` removes both, so that running the notebooks
 leaves a clean tree.
 
-    python -m annotated_transformer._literate export  # write modules and twins
-    python -m annotated_transformer._literate check   # fail on any difference
+    python tools/literate.py export  # write modules and twins
+    python tools/literate.py check   # fail on any difference
 
 Comparisons are made on contents, never on timestamps, and the output is deterministic.
 """
@@ -38,7 +38,7 @@ import nbformat
 JUPYTEXT_VERSION_LINE = re.compile(r"^\s+jupytext_version: .*\n", re.MULTILINE)
 EXPORT_MARKER = re.compile(r"^#\s*export:\s*([A-Za-z_][A-Za-z0-9_]*)\s*$")
 ANY_MARKER = re.compile(r"^\s*#\s*export\s*:", re.MULTILINE)
-HAND_WRITTEN = {"__init__.py", "_literate.py"}
+HAND_WRITTEN = {"__init__.py"}
 PACKAGE = "annotated_transformer"
 
 
@@ -333,7 +333,7 @@ def _write_if_different(path: Path, text: str) -> list[Path]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m annotated_transformer._literate",
+        prog="python tools/literate.py",
         description="Generate the package and the notebook twins from the book's "
         "chapters, or check them.",
     )
