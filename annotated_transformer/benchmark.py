@@ -26,9 +26,12 @@ from tqdm import tqdm
 from annotated_transformer import corpora, data, devices, speed
 from annotated_transformer.attention import MultiHeadedAttention
 from annotated_transformer.cli import (
+    add_bf16_option,
+    add_data_dir_option,
     add_decoding_options,
     add_device_option,
     add_progress_option,
+    add_threads_option,
     add_weights_options,
     command,
     command_parser,
@@ -679,12 +682,7 @@ def _train_options(modes) -> argparse.ArgumentParser:
         help="batches in at most N fixed shapes, as training's --buckets (default: 0, "
         "each batch its own shape); the untimed updates then hold every shape",
     )
-    train.add_argument(
-        "--bf16",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="bf16 autocast for the fast path on GPUs (default: on)",
-    )
+    add_bf16_option(train)
     add_batch_options(train)
     return train
 
@@ -752,13 +750,7 @@ def _decode_options(modes) -> argparse.ArgumentParser:
         decode.add_argument_group("decoding (each engine at each beam size)"),
         several_beams=True,
     )
-    decode.add_argument(
-        "--threads",
-        type=int,
-        default=torch.get_num_threads(),
-        metavar="N",
-        help="threads per engine (default: %(default)s)",
-    )
+    add_threads_option(decode, torch.get_num_threads(), "threads per engine")
     decode.add_argument(
         "--repeat",
         type=int,
@@ -840,12 +832,7 @@ def build_parser() -> argparse.ArgumentParser:
         _threads_options(modes),
     )
     for mode in (train, decode, feed, threads):
-        mode.add_argument(
-            "--data-dir",
-            type=Path,
-            metavar="DIR",
-            help="data directory (default: $AT_DATA_DIR, else the download cache)",
-        )
+        add_data_dir_option(mode)
         add_progress_option(mode)
         if mode is not threads:  # the default run: on the CPU
             add_device_option(mode)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from annotated_transformer.checkpoints import bundle_run
 from annotated_transformer.cli import (
+    add_average_option,
     add_run_option,
     check_writable,
     command,
@@ -28,12 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--ct2, write the same weights as a CTranslate2 model instead.",
     )
     add_run_option(parser)
-    parser.add_argument(
-        "--average",
-        type=int,
-        metavar="N",
-        help="average the run's last N checkpoints (default: the run's own setting)",
-    )
+    add_average_option(parser)
     parser.add_argument(
         "--output",
         "-o",

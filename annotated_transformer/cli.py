@@ -135,14 +135,49 @@ def add_device_option(parser) -> None:
     )
 
 
-def add_threads_option(parser) -> None:
+def add_threads_option(parser, default: int = 0, what: str = "CPU threads") -> None:
+    """``--threads``; by default 0, the cores no other program keeps busy."""
+    shown = (
+        "0, the cores no other program keeps busy; OMP_NUM_THREADS also fixes the count"
+        if default == 0
+        else default
+    )
     parser.add_argument(
         "--threads",
         type=int,
-        default=0,
+        default=default,
         metavar="N",
-        help="CPU threads (default: 0, the cores no other program keeps busy; "
-        "OMP_NUM_THREADS also fixes the count)",
+        help=f"{what} (default: {shown})",
+    )
+
+
+def add_data_dir_option(
+    parser, what: str = "data directory", default: str = ""
+) -> None:
+    """``--data-dir``: where the corpora are read from."""
+    default = default or "$AT_DATA_DIR, else the download cache"
+    parser.add_argument(
+        "--data-dir", type=Path, metavar="DIR", help=f"{what} (default: {default})"
+    )
+
+
+def add_bf16_option(parser) -> None:
+    parser.add_argument(
+        "--bf16",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="bf16 autocast on GPUs (default: on)",
+    )
+
+
+def add_average_option(parser) -> None:
+    parser.add_argument(
+        "--average",
+        type=int,
+        metavar="N",
+        help="average the weights of the run's last N checkpoints (default: the run's "
+        "own setting, as the main job did: 5 for the multi30k and base presets, 20 for "
+        "big)",
     )
 
 
@@ -180,14 +215,7 @@ def add_weights_options(group) -> None:
         help="one checkpoint of a run, or a model file written by "
         "annotated_transformer.bundle (default: the run's last checkpoint)",
     )
-    group.add_argument(
-        "--average",
-        type=int,
-        metavar="N",
-        help="average the weights of the run's last N checkpoints (default: the run's "
-        "own setting, as the main job did: 5 for the multi30k and base presets, 20 for "
-        "big)",
-    )
+    add_average_option(group)
 
 
 # the type and metavar of each decoding option

@@ -12,6 +12,7 @@ from pathlib import Path
 from annotated_transformer import corpora
 from annotated_transformer.checkpoints import configs_of
 from annotated_transformer.cli import (
+    add_data_dir_option,
     add_model_arguments,
     check_writable,
     command,
@@ -47,11 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
         f"({', '.join(TEST_SET_ALIASES)}); default: the test split of the run's corpus "
         "(multi30k-test2016 for Multi30k, newstest2014 for WMT14)",
     )
-    parser.add_argument(
-        "--data-dir",
-        type=Path,
-        help="data directory (default: the run's, else $AT_DATA_DIR or the download "
-        "cache)",
+    add_data_dir_option(
+        parser, default="the run's, else $AT_DATA_DIR or the download cache"
     )
     parser.add_argument(
         "--limit",

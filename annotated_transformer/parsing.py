@@ -27,6 +27,7 @@ from annotated_transformer.checkpoints import (
 )
 from annotated_transformer.cli import (
     INTERRUPTED,
+    add_data_dir_option,
     add_decoding_options,
     add_device_option,
     add_progress_option,
@@ -603,9 +604,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="train on the first F of the training trees, 0 < F <= 1 (default: "
         "%(default)s)",
     )
-    parser.add_argument(
-        "--data-dir", type=Path, metavar="DIR", help="folder with ptb/treebank.zip"
-    )
+    add_data_dir_option(parser, "folder with ptb/treebank.zip")
     add_device_option(parser)
     add_progress_option(parser)
     return parser

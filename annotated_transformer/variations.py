@@ -13,6 +13,8 @@ from tqdm import tqdm
 from annotated_transformer import trainer
 from annotated_transformer.cli import (
     INTERRUPTED,
+    add_bf16_option,
+    add_data_dir_option,
     add_progress_option,
     check_writable,
     command,
@@ -259,18 +261,8 @@ def add_data_options(parser) -> None:
         metavar="DIR",
         help="folder for the rows' run folders (default: %(default)s)",
     )
-    parser.add_argument(
-        "--data-dir",
-        type=Path,
-        metavar="DIR",
-        help="data directory (default: $AT_DATA_DIR)",
-    )
-    parser.add_argument(
-        "--bf16",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="bf16 autocast on GPUs (default: on)",
-    )
+    add_data_dir_option(parser, default="$AT_DATA_DIR")
+    add_bf16_option(parser)
     parser.add_argument(
         "--init",
         choices=["pytorch", "xavier"],
