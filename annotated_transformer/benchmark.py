@@ -24,7 +24,6 @@ import torch
 from tqdm import tqdm
 
 from annotated_transformer import corpora, data, devices, speed
-from annotated_transformer.attention import MultiHeadedAttention
 from annotated_transformer.cli import (
     add_bf16_option,
     add_data_dir_option,
@@ -46,6 +45,7 @@ from annotated_transformer.model import make_model
 from annotated_transformer.performance import (
     NEVER,
     PATHS,
+    TrainingPath,
     describe,
     fastest_seconds,
     matrix_flops,
@@ -61,8 +61,7 @@ VOCABULARIES = Path(tempfile.gettempdir()) / "annotated-transformer-benchmark"
 
 def real_batches(
     config,
-    corpus: str,
-    split: str,
+    source: tuple[str, str],
     batch_tokens: int,
     count: int,
     data_dir: Path | None = None,
@@ -76,6 +75,7 @@ def real_batches(
     the WMT14 sample is too small for 37,000; longer pieces, so slightly longer
     sentences), which makes the lengths, the padding and the cost of attention those of
     real text; the batches are built as training builds them."""
+    corpus, split = source  # the corpus and its split
     pairs = corpora.load_pairs(corpus, split, "en", "de", data_dir)
     sp = data.train_shared_vocab(pairs, min(config.vocab_size, 8000), VOCABULARIES)
     encoded, _ = data.encode_pairs(sp, pairs, 256)
@@ -105,41 +105,15 @@ def benchmark_training(args) -> dict:
     warmup = max(args.warmup_steps, args.buckets)
     batches = real_batches(
         model_config,
-        corpus,
-        split,
+        (corpus, split),
         batch_tokens,
         warmup + args.steps,
         data_dir=args.data_dir,
         buckets=args.buckets,
     )
-    on_gpu = device.startswith("cuda")
     # measured once, before the runs
-    cpu_peak = None if on_gpu else peak_flops(device, bf16=False)
-    runs = [(path, False) for path in args.paths] + (
-        [("fast", True)] if args.compile else []
-    )
-    results = []
-    for path, compiled in tqdm(runs, desc="implementations", disable=not args.progress):
-        r = time_training(
-            path,
-            model_config,
-            batches,
-            device,
-            warmup,
-            bf16=args.bf16,
-            compile=compiled,
-            profile=args.profile if (path, compiled) == ("fast", False) else 0,
-        )
-        # the peak of the precision it ran in
-        peak = peak_flops(device, r["bf16"]) if on_gpu else cpu_peak
-        r["mfu"] = r["flops_per_s"] / peak if peak else None
-        results.append(r)
-    by_name = {r["path"] + ("+compile" if r["compiled"] else ""): r for r in results}
-    ratios = {
-        f"fast / {name}": by_name["fast"]["tgt_tokens_per_s"] / r["tgt_tokens_per_s"]
-        for name, r in by_name.items()
-        if name != "fast" and "fast" in by_name
-    }
+    cpu_peak = None if device.startswith("cuda") else peak_flops(device, bf16=False)
+    results = time_paths(args, model_config, batches, device, warmup, cpu_peak)
     src, tgt = batch_lengths(batches)
     return {
         "mode": "train",
@@ -155,7 +129,33 @@ def benchmark_training(args) -> dict:
         "flops_per_tgt_token": training_flops(model_config, src, tgt) / sum(tgt),
         "cpu_peak_flops": cpu_peak,
         "results": results,
-        "ratios": ratios,
+        "ratios": speed_ratios(results),
+    }
+
+
+def time_paths(args, config, batches, device: str, warmup: int, cpu_peak) -> list:
+    """``time_training`` for each path of ``args``, and the fast path compiled, with
+    the MFU of each against the peak of the precision it ran in."""
+    paths = [
+        TrainingPath(name, args.bf16, profile=args.profile if name == "fast" else 0)
+        for name in args.paths
+    ] + ([TrainingPath("fast", args.bf16, compile=True)] if args.compile else [])
+    results = []
+    for path in tqdm(paths, desc="implementations", disable=not args.progress):
+        r = time_training(path, config, batches, device, warmup)
+        peak = peak_flops(device, r["bf16"]) if cpu_peak is None else cpu_peak
+        r["mfu"] = r["flops_per_s"] / peak if peak else None
+        results.append(r)
+    return results
+
+
+def speed_ratios(results: list[dict]) -> dict:
+    """How many times faster the fast path trained than each other one."""
+    by_name = {r["path"] + ("+compile" if r["compiled"] else ""): r for r in results}
+    return {
+        f"fast / {name}": by_name["fast"]["tgt_tokens_per_s"] / r["tgt_tokens_per_s"]
+        for name, r in by_name.items()
+        if name != "fast" and "fast" in by_name
     }
 
 
@@ -209,6 +209,7 @@ def decode_ours(
     generator), and the matrix FLOPs of another (``matrix_flops``)."""
     ids = sp.encode(sentences)
     start = time.perf_counter()
+    settings = speed.decoding(settings, device)  # as translate decodes
     outputs = decode_ids(model, ids, device, settings)
     seconds = time.perf_counter() - start
     if not profile:
@@ -288,13 +289,10 @@ def decode_worker(job: dict, requests) -> Iterator[dict]:
     settings = DecodeConfig(**job["settings"])
     model = translator = stepper = None
     if job["engine"].startswith("ours"):
-        model, sp, _ = load_model([Path(job["model_file"])], job["device"])
-        for module in model.modules():
-            if (
-                isinstance(module, MultiHeadedAttention)
-                and job["engine"] == "ours-sdpa"
-            ):
-                module.fused = True
+        fast = speed.fast_paths(job["device"])  # as translate loads the model
+        if job["engine"] == "ours-sdpa":
+            fast = speed.all_fast_paths(job["device"])
+        model, sp, _ = load_model([Path(job["model_file"])], job["device"], fast)
     else:
         import sentencepiece as spm
 
@@ -425,7 +423,6 @@ def benchmark_decoding(args) -> dict:
         : args.limit or None
     ]
     sources, references = [s for s, _ in pairs], [t for _, t in pairs]
-    peaks = []
     with tempfile.TemporaryDirectory() as folder:
         work = Path(folder)
         model_file, sp, what = decoding_model(args, work)
@@ -444,29 +441,9 @@ def benchmark_decoding(args) -> dict:
             for beam in args.beam_size
             for engine in args.engines
         }
-        passes = {key: [] for key in jobs}
         workers = DecodeWorkers(jobs, work)
         try:
-            with tqdm(
-                total=len(jobs) * args.repeat, desc="passes", disable=not args.progress
-            ) as bar:
-                # round after round: every engine once per round
-                for n in range(args.repeat):
-                    # a CPU's matrix speed, probed as slowed as this round; the fastest
-                    # is kept
-                    if args.profile:
-                        peaks.append(peak_flops(device, bf16=False))
-                    # step costs from the workers of the first beam size
-                    for engine, beam in jobs:
-                        step_batches = (
-                            args.step_batches if beam == args.beam_size[0] else []
-                        )
-                        passes[engine, beam].append(
-                            workers.decode(
-                                engine, beam, args.profile and n == 0, step_batches
-                            )
-                        )
-                        bar.update()
+            passes, peaks = decoding_rounds(workers, list(jobs), device, args)
         finally:
             workers.close()
     results = [
@@ -488,6 +465,28 @@ def benchmark_decoding(args) -> dict:
         "ratios": ratios,
         **({"step_sentence": sources[0]} if args.step_batches else {}),
     }
+
+
+def decoding_rounds(workers, jobs: list, device: str, args) -> tuple[dict, list]:
+    """``args.repeat`` rounds of one pass of every (engine, beam) job: the passes of
+    each job, and with ``args.profile`` the CPU's matrix speed probed before each
+    round."""
+    passes, peaks = {key: [] for key in jobs}, []
+    bar = tqdm(total=len(jobs) * args.repeat, desc="passes", disable=not args.progress)
+    with bar:
+        for n in range(args.repeat):
+            # a CPU's matrix speed, probed as slowed as this round; the fastest is kept
+            if args.profile:
+                peaks.append(peak_flops(device, bf16=False))
+            for engine, beam in jobs:
+                # step costs from the workers of the first beam size
+                steps = args.step_batches if beam == args.beam_size[0] else []
+                profile = args.profile and n == 0
+                passes[engine, beam].append(
+                    workers.decode(engine, beam, profile, steps)
+                )
+                bar.update()
+    return passes, peaks
 
 
 def compare_with_ours(results: list[dict], sentences: int) -> dict:
@@ -936,7 +935,7 @@ def data_worker(job: dict) -> dict:
     # the process with its plan and first batch, before any model
     data_rss = peak_memory_gib("cpu")
     config = RUN_PRESETS["multi30k"][0].replace(vocab_size=job["vocab_size"])
-    update = time_training("fast", config, [first], "cpu", warmup=0)
+    update = time_training(TrainingPath("fast"), config, [first], "cpu", warmup=0)
     first_update = time.time()
     start, tokens = time.perf_counter(), 0
     for indices in order[1 : 1 + job["batches"]]:

@@ -566,9 +566,9 @@ def opened(paths: list[Path]):
         yield files
 
 
-def load_model(paths: list[Path], device: str = "cpu"):
+def load_model(paths: list[Path], device: str = "cpu", fast=None):
     """The model (in eval mode, averaged over ``paths``), its vocabulary and the run's
-    settings.
+    settings; with the fast paths ``fast`` (default: ``speed.fast_paths(device)``'s).
 
     ``paths`` are checkpoints of one run folder, or a single model file written by
     ``bundle``."""
@@ -598,7 +598,8 @@ def load_model(paths: list[Path], device: str = "cpu"):
 
         if not bundled:
             check_own_checkpoint(paths[-1], last, recorded)
-        model = make_model(speed.model_config(config, speed.fast_paths(device)))
+        fast = fast or speed.fast_paths(device)
+        model = make_model(speed.model_config(config, fast))
         # the newest first, then the earlier ones, one at a time
         earlier = (weights(p, f) for p, f in zip(paths[:-1], files[:-1]))
         model.load_state_dict(average_weights(chain([last["model"]], earlier)))

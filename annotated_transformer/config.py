@@ -195,6 +195,11 @@ class DecodeConfig:
     eval_batch_tokens: int = setting(
         6000, "source tokens times the beam size per batch when translating"
     )
+    incremental: bool = setting(
+        False,
+        "keep each layer's keys and values between steps (chapter 9): the same "
+        "outputs for less work; speed.fast_paths turns it on for the commands",
+    )
 
     def __post_init__(self):
         for name, least in (
@@ -318,8 +323,13 @@ class RunConfig:
 
     @property
     def decoding(self) -> DecodeConfig:
+        # the decoding settings a run records (the cache is not one of them)
         return DecodeConfig(
-            **{f.name: getattr(self, f.name) for f in fields(DecodeConfig)}
+            **{
+                f.name: getattr(self, f.name)
+                for f in fields(DecodeConfig)
+                if hasattr(self, f.name)
+            }
         )
 
     def replace(self, **changes) -> "RunConfig":

@@ -44,7 +44,7 @@ class KVCache:
 
 # inference_mode: no gradients, as with no_grad, nor bookkeeping for a backward pass.
 @torch.inference_mode()
-def greedy_decode(model, src, src_mask, max_len, incremental=True, eos=EOS):
+def greedy_decode(model, src, src_mask, max_len, incremental=False, eos=EOS):
     """The most probable next token at every step, for a batch of sources.
 
     max_len: one limit for all rows, or a (batch,) tensor of limits. Returns (batch,
@@ -114,7 +114,8 @@ def next_log_probs(model, memory, src_mask, ys, cache, allowed=None, k=1):
     """Log-probabilities of each row's next token, (rows, vocab): -inf for the tokens
     that are never valid, and for those that ``allowed(sentence, output so far)`` does
     not list; rows i * k to i * k + k - 1 belong to sentence i."""
-    log_probs = model.generator(model.decode(memory, src_mask, ys, None, cache)[:, -1])
+    mask = None if cache else subsequent_mask(ys.size(1), ys.device)  # the whole prefix
+    log_probs = model.generator(model.decode(memory, src_mask, ys, mask, cache)[:, -1])
     log_probs[:, [data.PAD, data.BOS]] = float("-inf")
     if allowed is not None:
         mask = torch.full_like(log_probs, float("-inf"))
@@ -151,7 +152,11 @@ def beam_search(
     limits = torch.as_tensor(max_len).expand(batch).tolist()
     memory = model.encode(src, src_mask).repeat_interleave(k, dim=0)  # row i * k + j
     src_mask = src_mask.repeat_interleave(k, dim=0)
-    cache = [(KVCache(), KVCache(fixed=True)) for _ in model.decoder.layers]
+    cache = None
+    if (
+        settings.incremental
+    ):  # a (self-attention, encoder-decoder attention) pair a layer
+        cache = [(KVCache(), KVCache(fixed=True)) for _ in model.decoder.layers]
     ys = torch.full((batch * k, 1), data.BOS, dtype=torch.long, device=device)
     beam_log_probs = torch.full((batch, k), float("-inf"), device=device)
     beam_log_probs[:, 0] = 0.0  # one start token per sentence
@@ -176,7 +181,7 @@ def beam_search(
         rows = (first_rows + beam.gather(1, go_on)).view(-1)  # the rows that go on
         ys = torch.cat([ys[rows], token.gather(1, go_on).view(-1, 1)], dim=1)
         # Only the self-attention caches move: the encoder's keys repeat k times alike.
-        for own, _ in cache:
+        for own, _ in cache or []:
             own.select(rows)
         alive_rows = beam_log_probs.tolist()  # one copy to the host per step
         for i in sorted(searching):
@@ -231,7 +236,7 @@ def decode_ids(
         limits = src_mask.sum(dim=(1, 2)) + settings.max_extra
         if settings.beam_size == 1 and allowed is None:
             outputs = strip_special(
-                greedy_decode(model, src, src_mask, limits),
+                greedy_decode(model, src, src_mask, limits, settings.incremental),
                 data.EOS,
                 data.PAD,
             )

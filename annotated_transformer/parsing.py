@@ -17,7 +17,7 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from annotated_transformer import corpora, data, devices, trainer
+from annotated_transformer import corpora, data, devices, speed, trainer
 from annotated_transformer.checkpoints import (
     available_average,
     average_checkpoints,
@@ -514,6 +514,7 @@ def parse_and_score(
     decodes freely, as §6.3 does."""
     words = [[placeholder or word for word in tree_words(t)] for t in gold]
     rule = None if shape is None else TreeOfSentence(sp, shape[0], words, shape[1])
+    settings = speed.decoding(settings, device)  # the key/value cache
     outputs = translate_sentences(
         model,
         sp,

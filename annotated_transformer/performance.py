@@ -5,6 +5,7 @@
 import json
 import platform
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -45,6 +46,16 @@ PATHS = {  # name: what it is
 }
 
 
+@dataclass(frozen=True)
+class TrainingPath:
+    """One implementation as ``benchmark train`` times it."""
+
+    name: str  # one of PATHS
+    bf16: bool = True  # bf16 autocast on a GPU (never for teaching)
+    compile: bool = False
+    profile: int = 0  # updates run under the profiler after the timed ones
+
+
 def reset_peak_memory(device: str) -> None:
     if device.startswith("cuda"):
         torch.cuda.reset_peak_memory_stats(device)
@@ -66,20 +77,19 @@ def peak_memory_gib(device: str) -> float | None:
     )
 
 
-def training_step(
-    path: str, config, device: str, bf16: bool, compile: bool, shapes: int
-):
+def training_step(path: TrainingPath, config, device: str, shapes: int):
     """A fresh model of implementation ``path``, as the function that makes one
     update of the training loop on a batch (the trainer's own ``make_update``, with
     the default run's schedule); and whether it computes in bf16. Compiled, the model
     is specialized to each of ``shapes`` batch shapes (a few fixed shapes:
     ``ShapedBatches``), or with 0 compiled once for all."""
-    run = MULTI30K_RUN.replace(bf16=bf16, compile=compile, buckets=shapes)
+    run = MULTI30K_RUN.replace(bf16=path.bf16, compile=path.compile, buckets=shapes)
     # teaching: the plain code, float32 and PyTorch's default Adam
-    teaching = path == "teaching"
+    teaching = path.name == "teaching"
     fast = speed.FastPaths() if teaching else speed.all_fast_paths(device, run)
-    if path in ("torch", "torch-matched"):
-        model = TorchTransformer(config, matched_dropout=path == "torch-matched")
+    if path.name in ("torch", "torch-matched"):
+        matched = path.name == "torch-matched"
+        model = TorchTransformer(config, matched_dropout=matched)
     else:
         model = make_model(speed.model_config(config, fast))
     update = make_update(model.to(device).train(), config, run, fast)
@@ -91,27 +101,19 @@ def training_step(
 
 
 def time_training(
-    path: str,
-    config,
-    batches: list,
-    device: str,
-    warmup: int,
-    bf16: bool = True,
-    compile: bool = False,
-    seed: int = 0,
-    profile: int = 0,
+    path: TrainingPath, config, batches: list, device: str, warmup: int
 ) -> dict:
     """Train a fresh model of implementation ``path`` on ``batches``
     (``training_step``): the first ``warmup`` untimed, then the rest timed. The model is
     compiled for each batch shape when the untimed batches hold every shape there is.
-    With ``profile``, that many further steps run under PyTorch's profiler and its top
-    operators are returned."""
-    torch.manual_seed(seed)
+    With ``path.profile``, that many further steps run under PyTorch's profiler and its
+    top operators are returned."""
+    torch.manual_seed(0)  # every path starts from the same weights
     shapes = {(b.src.shape, b.tgt_in.shape) for b in batches}
     first_shapes = {(b.src.shape, b.tgt_in.shape) for b in batches[:warmup]}
     static = len(shapes) <= 16 and first_shapes == shapes
     fixed = len(shapes) if static else 0
-    step, use_bf16 = training_step(path, config, device, bf16, compile, fixed)
+    step, use_bf16 = training_step(path, config, device, fixed)
     on_gpu = device.startswith("cuda")
     on_device = [b.to(device) for b in batches]
     synchronize = torch.cuda.synchronize if on_gpu else (lambda: None)
@@ -127,12 +129,12 @@ def time_training(
     seconds = time.perf_counter() - start
     src, tgt = batch_lengths(batches[warmup:])
     result = {
-        "path": path,
-        "compiled": compile,
+        "path": path.name,
+        "compiled": path.compile,
         "bf16": use_bf16,
         "steps": len(batches) - warmup,
         "shapes": len(shapes),
-        "static": compile and static,
+        "static": path.compile and static,
         "seconds": seconds,
         "step_ms": 1000 * seconds / (len(batches) - warmup),
         "tgt_tokens_per_s": sum(tgt) / seconds,
@@ -140,10 +142,9 @@ def time_training(
         "flops_per_s": training_flops(config, src, tgt) / seconds,
         "peak_memory_gib": peak_memory_gib(device),
     }
-    if profile:
-        result["profile"] = profile_steps(
-            step, on_device[warmup : warmup + profile], on_gpu
-        )
+    if path.profile:
+        profiled = on_device[warmup : warmup + path.profile]
+        result["profile"] = profile_steps(step, profiled, on_gpu)
     return result
 
 

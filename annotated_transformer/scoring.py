@@ -10,7 +10,7 @@ import re
 import time
 from pathlib import Path
 
-from annotated_transformer import corpora
+from annotated_transformer import corpora, speed
 from annotated_transformer.checkpoints import (
     available_average,
     average_checkpoints,
@@ -137,6 +137,7 @@ def evaluate(
     """Translate the sources of ``pairs`` and score them: (hypotheses, summary for JSON,
     score objects)."""
     start = time.time()
+    settings = speed.decoding(settings, device)  # the key/value cache
     hypotheses = translate_sentences(
         model, sp, [s for s, _ in pairs], device, settings, progress
     )

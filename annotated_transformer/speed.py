@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from annotated_transformer.config import RunConfig, TransformerConfig
+from annotated_transformer.config import DecodeConfig, RunConfig, TransformerConfig
 from annotated_transformer.data import (
     BOS,
     EOS,
@@ -49,12 +49,14 @@ class FastPaths:
     compile: bool = False  # torch.compile of the model and of the loss
     buckets: int = 0  # with compile: batches in this many fixed shapes
     token_cache: bool = False  # training pairs as memory-mapped token ids
+    kv_cache: bool = False  # decoding keeps keys and values between steps (chapter 9)
 
 
 def fast_paths(device: str = "cpu", run: RunConfig | None = None) -> FastPaths:
     """The fast paths for ``device``: on a GPU the fused kernels and, unless the run
     says ``--no-bf16``, bf16; ``--compile`` and ``--buckets`` as the run gives them;
-    everywhere the token cache, which saves memory."""
+    everywhere the token cache, which saves memory, and the key/value cache in
+    decoding."""
     on_gpu = device.startswith("cuda")
     return FastPaths(
         fused_attention=on_gpu,
@@ -63,7 +65,14 @@ def fast_paths(device: str = "cpu", run: RunConfig | None = None) -> FastPaths:
         compile=run is not None and run.compile,
         buckets=run.buckets if run is not None else 0,
         token_cache=True,
+        kv_cache=True,
     )
+
+
+def decoding(settings: DecodeConfig, device: str) -> DecodeConfig:
+    """``settings`` with the key/value cache when the fast paths take it: what the
+    commands decode with."""
+    return settings.replace(incremental=fast_paths(device).kv_cache)
 
 
 def model_config(config: TransformerConfig, fast: FastPaths) -> TransformerConfig:
@@ -90,9 +99,9 @@ def faster(update: Update, fast: FastPaths) -> Update:
     return dataclasses.replace(update, **changes)
 
 
-def all_fast_paths(device: str, run: RunConfig) -> FastPaths:
+def all_fast_paths(device: str, run: RunConfig | None = None) -> FastPaths:
     """Every fast path that runs on ``device``, also the fused kernels that training
-    takes on a GPU only: the benchmark's ``fast`` path."""
+    takes on a GPU only: the benchmark's ``fast`` path and ``ours-sdpa`` engine."""
     return dataclasses.replace(
         fast_paths(device, run), fused_attention=True, fused_adam=True
     )

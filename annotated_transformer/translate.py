@@ -8,7 +8,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from annotated_transformer import data
+from annotated_transformer import data, speed
 from annotated_transformer.cli import (
     add_model_arguments,
     check_writable,
@@ -129,6 +129,7 @@ def main(args: argparse.Namespace) -> int:
             )
         decoding = decoding_from_args(args)  # refused before the model is loaded
         model, sp, _, paths, device = model_from_args(args)
+        decoding = speed.decoding(decoding, device)  # the key/value cache
         translator = Translator(model, sp, device, decoding, args.progress)
         if (
             args.input is None

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from annotated_transformer import data
+from annotated_transformer import data, speed
 from annotated_transformer.attention import MultiHeadedAttention
 from annotated_transformer.cli import (
     add_model_arguments,
@@ -119,7 +119,8 @@ def capture(
     if not source.strip():
         raise ValueError("the sentence is empty: give at least one word")
     if target is None:
-        target = translate_sentences(model, sp, [source], device, settings)[0]
+        fast = speed.decoding(settings, device)  # the key/value cache
+        target = translate_sentences(model, sp, [source], device, fast)[0]
     src_ids, tgt_ids = sp.encode(source) + [data.EOS], [data.BOS] + sp.encode(target)
     src = torch.tensor([src_ids], device=device)
     tgt = torch.tensor([tgt_ids], device=device)

@@ -92,7 +92,8 @@ def test_label_smoothed_loss_matches_cross_entropy_in_float64(smoothing, reducti
 
 def test_the_fast_paths_follow_the_device_and_the_settings():
     run = RunConfig()
-    assert speed.fast_paths("cpu", run) == speed.FastPaths(token_cache=True)
+    everywhere = speed.FastPaths(token_cache=True, kv_cache=True)
+    assert speed.fast_paths("cpu", run) == everywhere
     gpu = speed.fast_paths("cuda:0", run.replace(bf16=False, compile=True))
     assert gpu.fused_attention and gpu.fused_adam and gpu.compile and not gpu.bf16
     plain = trainer.make_update(make_model(TINY), TINY, run, speed.FastPaths())
