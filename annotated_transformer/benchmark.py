@@ -659,6 +659,13 @@ def _train_options(modes) -> argparse.ArgumentParser:
         metavar="N",
         help="untimed updates first (default: %(default)s; more with --compile)",
     )
+    add_path_options(train)
+    add_batch_options(train)
+    return train
+
+
+def add_path_options(train) -> None:
+    """Which implementations ``benchmark train`` times, and how."""
     train.add_argument(
         "--paths",
         nargs="+",
@@ -682,8 +689,6 @@ def _train_options(modes) -> argparse.ArgumentParser:
         "each batch its own shape); the untimed updates then hold every shape",
     )
     add_bf16_option(train)
-    add_batch_options(train)
-    return train
 
 
 def add_batch_options(train) -> None:
@@ -749,6 +754,12 @@ def _decode_options(modes) -> argparse.ArgumentParser:
         decode.add_argument_group("decoding (each engine at each beam size)"),
         several_beams=True,
     )
+    add_decode_timing_options(decode)
+    return decode
+
+
+def add_decode_timing_options(decode) -> None:
+    """How ``benchmark decode`` times each engine: threads, passes, profile, steps."""
     add_threads_option(decode, torch.get_num_threads(), "threads per engine")
     decode.add_argument(
         "--repeat",
@@ -776,7 +787,6 @@ def _decode_options(modes) -> argparse.ArgumentParser:
         "the encoder left out",
     )
     decode.add_argument("--worker", help=argparse.SUPPRESS)
-    return decode
 
 
 def _cache_options(modes) -> argparse.ArgumentParser:
@@ -954,6 +964,28 @@ def data_worker(job: dict) -> dict:
     }
 
 
+def map_in_processes(folder: Path, vocab_size: int, args) -> list[dict]:
+    """Start ``args.processes`` fresh processes that map the cache in ``folder`` at
+    the same time and assemble batches from it; what each one measured."""
+    job = {
+        "cache": str(folder),
+        "batch_tokens": args.batch_tokens,
+        "buckets": args.buckets,
+        "vocab_size": vocab_size,
+        "batches": args.batches,
+    }
+    module = ["-m", "annotated_transformer.benchmark", "data"]
+    command = [sys.executable, *module, "--worker", json.dumps(job)]
+    workers = [
+        subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+        for _ in range(args.processes)
+    ]
+    outputs = [w.communicate()[0] for w in workers]
+    if any(w.returncode for w in workers):
+        raise RuntimeError("a data worker failed; its error is printed above")
+    return [json.loads(out.strip().splitlines()[-1]) for out in outputs]
+
+
 def benchmark_data(args) -> dict:
     """The ``data`` mode: a corpus of ``args.pairs`` pairs made from the WMT14 sample,
     encoded once into a token cache; then ``args.processes`` fresh processes map it at
@@ -972,30 +1004,8 @@ def benchmark_data(args) -> dict:
         )
         cache = speed.token_cache(folder, sp, chunks, 256, threads=os.cpu_count() or 1)
         encode_seconds = time.perf_counter() - start
-        job = {
-            "cache": str(folder),
-            "batch_tokens": args.batch_tokens,
-            "buckets": args.buckets,
-            "vocab_size": sp.get_piece_size(),
-            "batches": args.batches,
-        }
-        command = [
-            sys.executable,
-            "-m",
-            "annotated_transformer.benchmark",
-            "data",
-            "--worker",
-            json.dumps(job),
-        ]
         launched = time.time()
-        workers = [
-            subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
-            for _ in range(args.processes)
-        ]
-        outputs = [w.communicate()[0] for w in workers]
-        if any(w.returncode for w in workers):
-            raise RuntimeError("a data worker failed; its error is printed above")
-        results = [json.loads(out.strip().splitlines()[-1]) for out in outputs]
+        results = map_in_processes(folder, sp.get_piece_size(), args)
         cache_bytes = sum(f.stat().st_size for f in folder.iterdir())
     return {
         "mode": "data",
@@ -1058,6 +1068,20 @@ def _data_options(modes) -> argparse.ArgumentParser:
         metavar="N",
         help="processes that map the cache at the same time (default: %(default)s)",
     )
+    add_data_batch_options(mode)
+    mode.add_argument(
+        "--work-dir",
+        type=Path,
+        metavar="DIR",
+        help="where the cache is built and then deleted (default: the system's "
+        "temporary folder)",
+    )
+    mode.add_argument("--worker", help=argparse.SUPPRESS)
+    return mode
+
+
+def add_data_batch_options(mode) -> None:
+    """The batches ``benchmark data`` assembles, and the vocabulary it encodes with."""
     mode.add_argument(
         "--batch-tokens",
         type=int,
@@ -1087,15 +1111,6 @@ def _data_options(modes) -> argparse.ArgumentParser:
         metavar="N",
         help="vocabulary trained on the sample (default: %(default)s)",
     )
-    mode.add_argument(
-        "--work-dir",
-        type=Path,
-        metavar="DIR",
-        help="where the cache is built and then deleted (default: the system's "
-        "temporary folder)",
-    )
-    mode.add_argument("--worker", help=argparse.SUPPRESS)
-    return mode
 
 
 def first_updates(run: Path, args, threads: int) -> dict:

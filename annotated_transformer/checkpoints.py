@@ -603,8 +603,7 @@ def load_model(paths: list[Path], device: str = "cpu", fast=None):
         # the newest first, then the earlier ones, one at a time
         earlier = (weights(p, f) for p, f in zip(paths[:-1], files[:-1]))
         model.load_state_dict(average_weights(chain([last["model"]], earlier)))
-    # the vocabulary travels inside the file
-    if bundled:
+    if bundled:  # the vocabulary travels inside the file
         vocabulary = last.get("sentencepiece")
         sp = read_vocabulary(
             vocabulary.numpy().tobytes()
@@ -613,25 +612,31 @@ def load_model(paths: list[Path], device: str = "cpu", fast=None):
             f"the vocabulary inside {paths[-1]}",
             advice,
         )
-        return model.to(device).eval(), sp, settings
-    vocab_dir = paths[-1].parent.parent / "vocab"
+    else:
+        sp = run_folder_vocabulary(paths[-1], settings)
+    return model.to(device).eval(), sp, settings
+
+
+def run_folder_vocabulary(checkpoint: Path, settings: dict):
+    """The vocabulary of the run folder that holds ``checkpoint``, checked against
+    the fingerprint its ``settings`` record."""
+    vocab_dir = checkpoint.parent.parent / "vocab"
     vocabularies = sorted(vocab_dir.glob("*.model"))
     if len(vocabularies) != 1:
         raise CheckpointError(
-            f"{paths[-1]} needs its run folder: its vocabulary is read from "
+            f"{checkpoint} needs its run folder: its vocabulary is read from "
             f"{vocab_dir}, which holds {len(vocabularies)} SentencePiece models "
             "instead of one. Use the checkpoint where training wrote it (--run RUN), "
             "or share one self-contained file made by python -m "
             "annotated_transformer.bundle"
         )
-    check_vocabulary(vocabularies[0], settings, paths[-1])
-    sp = read_vocabulary(
+    check_vocabulary(vocabularies[0], settings, checkpoint)
+    return read_vocabulary(
         vocabularies[0],
         vocabularies[0],
         "The run's checkpoints need the vocabulary they trained with: put back a "
         "copy of it.",
     )
-    return model.to(device).eval(), sp, settings
 
 
 def settings_fingerprint(settings: dict) -> str:

@@ -231,18 +231,7 @@ def load_wmt14(split: str, src: str, tgt: str, data_dir: Path) -> list[tuple[str
     other = pair.split("-")[1]
     root = data_dir / "wmt14"
     if split == "train":
-        folder = root / f"{other}-en"
-        if not sorted(folder.glob("train-*.parquet")):
-            try:
-                _fetch_hf_wmt14(f"{other}-en", folder)
-            except Exception as error:  # no network, no package, or a hub error
-                raise DataError(
-                    f"no WMT14 training data under {folder} and it could not be "
-                    f"downloaded ({error}). Put the Parquet files of the Hugging Face "
-                    f"dataset wmt/wmt14 (configuration {other}-en, split train) into "
-                    "that folder"
-                ) from None
-        return read_parquet_pairs(sorted(folder.glob("train-*.parquet")), src, tgt)
+        return wmt14_train(root / f"{other}-en", src, tgt)
     # The sample: 10,000 Moses-tokenized EN-DE pairs, for trying the pipeline offline.
     if split == "sample":
         if {src, tgt} != {"en", "de"}:
@@ -257,6 +246,29 @@ def load_wmt14(split: str, src: str, tgt: str, data_dir: Path) -> list[tuple[str
         raise DataError(
             f"unknown WMT14 split {split!r}; use train, sample, dev or test"
         )
+    return wmt14_test(root, split, src, tgt)
+
+
+def wmt14_train(folder: Path, src: str, tgt: str) -> list[tuple[str, str]]:
+    """WMT14's training pairs: the Parquet files of Hugging Face's wmt/wmt14 in
+    ``folder``, downloaded there the first time."""
+    if not sorted(folder.glob("train-*.parquet")):
+        try:
+            _fetch_hf_wmt14(folder.name, folder)
+        except Exception as error:  # no network, no package, or a hub error
+            raise DataError(
+                f"no WMT14 training data under {folder} and it could not be "
+                f"downloaded ({error}). Put the Parquet files of the Hugging Face "
+                f"dataset wmt/wmt14 (configuration {folder.name}, split train) into "
+                "that folder"
+            ) from None
+    return read_parquet_pairs(sorted(folder.glob("train-*.parquet")), src, tgt)
+
+
+def wmt14_test(root: Path, split: str, src: str, tgt: str) -> list[tuple[str, str]]:
+    """newstest2013 (``dev``) or newstest2014 (``test``): from sacreBLEU's cache, the
+    SGML files, plain gzip files, or else downloaded by sacreBLEU."""
+    other = ({src, tgt} - {"en"}).pop()
     test_set, name = WMT14_TEST[split]
     stem = test_set.replace("/", "_")
     cache = root / "sacrebleu-cache" / test_set

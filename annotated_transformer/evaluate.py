@@ -63,23 +63,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-@command(parser=build_parser)
-def main(args: argparse.Namespace) -> int:
-    if args.limit < 0:
-        raise ValueError("--limit must be at least 0")
-    model, sp, settings, paths, device = model_from_args(args)
-    _, run = configs_of(settings)  # checked when the model was read
-    src_lang, tgt_lang, corpus = run.src_lang, run.tgt_lang, run.corpus
+def scored_pairs(args, run) -> tuple[str, list]:
+    """The test set the options name (default: the test split of the run's corpus),
+    under its printable name, and its pairs."""
     test_set = TEST_SET_ALIASES.get(args.test_set, args.test_set)
-    corpus_split = TEST_SETS[test_set] if test_set else (corpus, run.test_split)
+    corpus_split = TEST_SETS[test_set] if test_set else (run.corpus, run.test_split)
     name = test_set or next(
         (k for k, v in TEST_SETS.items() if v == corpus_split), "-".join(corpus_split)
     )
-    # names read from the model's file are shown printable, and make no paths
-    name, languages = printable(name), printable(f"{src_lang}->{tgt_lang}")
     data_dir = args.data_dir or (Path(run.data_dir) if run.data_dir else None)
     try:
-        pairs = corpora.load_pairs(*corpus_split, src_lang, tgt_lang, data_dir)
+        pairs = corpora.load_pairs(*corpus_split, run.src_lang, run.tgt_lang, data_dir)
     except corpora.DataError as error:
         if args.data_dir is None and data_dir is not None:
             # a folder recorded by training, maybe relative to where it ran
@@ -88,6 +82,18 @@ def main(args: argparse.Namespace) -> int:
                 f"{printable(str(data_dir))}: give --data-dir DIR to read another)"
             ) from None
         raise
+    return printable(name), pairs
+
+
+@command(parser=build_parser)
+def main(args: argparse.Namespace) -> int:
+    if args.limit < 0:
+        raise ValueError("--limit must be at least 0")
+    model, sp, settings, paths, device = model_from_args(args)
+    _, run = configs_of(settings)  # checked when the model was read
+    name, pairs = scored_pairs(args, run)
+    # names read from the model's file are shown printable, and make no paths
+    languages = printable(f"{run.src_lang}->{run.tgt_lang}")
     # a part of the set is scored under a name that says so
     if args.limit and args.limit < len(pairs):
         name, pairs = f"{name}.first-{args.limit}", pairs[: args.limit]
@@ -110,7 +116,7 @@ def main(args: argparse.Namespace) -> int:
         model,
         sp,
         pairs,
-        tgt_lang,
+        run.tgt_lang,
         device,
         decoding_from_args(args),
         progress=args.progress,

@@ -205,6 +205,41 @@ def finished(model_config, run_config) -> dict | None:
 COPY_TASK_OPTIONS = ("max_steps", "seed", "device")
 
 
+def copy_task_command(args, argv, model_config, run_config) -> int:
+    """``--task copy``: train the copy task's own model on its own data (chapter 9) and
+    print its held-out exact matches; the options it does not use are refused."""
+    unused = [
+        option(k)
+        for k, v in vars(args).items()
+        if v is not None
+        and k in {**model_config.to_dict(), **dataclasses.asdict(run_config)}
+        and k not in COPY_TASK_OPTIONS
+    ]
+    if any(
+        a.split("=")[0] == "--preset" for a in (sys.argv[1:] if argv is None else argv)
+    ):
+        unused.insert(0, "--preset")
+    if unused:
+        raise ValueError(
+            "--task copy trains the copy task's own model on its own data and "
+            "uses only --max-steps, --seed, --device and --progress; drop "
+            f"{', '.join(unused)}"
+        )
+    device = devices.resolve_device(run_config.device)
+    task = CopyTask()
+    model, losses = train_copy_task(
+        task,
+        steps=args.max_steps or 1500,
+        seed=run_config.seed,
+        device=device,
+        progress=args.progress,
+    )
+    accuracy = copy_accuracy(model, task, n=1000, device=device)
+    print(f"trained {len(losses)} updates, final loss {losses[-1]:.4f}")
+    print(f"held-out exact match: {accuracy:.1%} of 1000 sequences (greedy decoding)")
+    return 0
+
+
 @command
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
@@ -222,40 +257,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 0
     if args.task == "copy":
-        unused = [
-            option(k)
-            for k, v in vars(args).items()
-            if v is not None
-            and k in {**model_config.to_dict(), **dataclasses.asdict(run_config)}
-            and k not in COPY_TASK_OPTIONS
-        ]
-        if any(
-            a.split("=")[0] == "--preset"
-            for a in (sys.argv[1:] if argv is None else argv)
-        ):
-            unused.insert(0, "--preset")
-        if unused:
-            raise ValueError(
-                "--task copy trains the copy task's own model on its own data and "
-                "uses only --max-steps, --seed, --device and --progress; drop "
-                f"{', '.join(unused)}"
-            )
-        steps = args.max_steps or 1500
-        device = devices.resolve_device(run_config.device)
-        task = CopyTask()
-        model, losses = train_copy_task(
-            task,
-            steps=steps,
-            seed=run_config.seed,
-            device=device,
-            progress=args.progress,
-        )
-        accuracy = copy_accuracy(model, task, n=1000, device=device)
-        print(f"trained {len(losses)} updates, final loss {losses[-1]:.4f}")
-        print(
-            f"held-out exact match: {accuracy:.1%} of 1000 sequences (greedy decoding)"
-        )
-        return 0
+        return copy_task_command(args, argv, model_config, run_config)
     done = finished(model_config, run_config)
     if done:
         print(

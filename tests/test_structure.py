@@ -302,10 +302,31 @@ MOST_PARAMETERS = 6
 LONGEST_LOOP_MODULE = 800
 # The functions that read better whole, and why.
 LONG_BY_NATURE = {
-    # a command's options: one add_argument call after another, each a few lines
+    "ct2.ctranslate2_spec": "one table: each line puts one of our weights into the "
+    "place CTranslate2's spec has for it",
+    "visualize.line_view": "one figure, Figure 3's lines, drawn top to bottom",
+    "visualize.grid_view": "one figure, a grid of heatmaps, drawn top to bottom",
+    "parsing.build_parser": "the parsing command's options, one add_argument each",
+    "visualize.build_parser": "the visualize command's options, one add_argument each",
+    "parsing.main": "the parsing command's steps in order: train, parse, score, store",
+    "variations.main": "the sweep's steps in order: rows, seeds, runs, results",
 }
 MANY_PARAMETERS_BY_NATURE = {
-    # the paper's names for what a step of decoding needs
+    "optimization.accumulate_gradients": "chapter 11 spells out every input of an "
+    "update; Update bundles them for the loop",
+    "copy_task.train_copy_task": "the first example's knobs, each with the default "
+    "that chapter 9 explains",
+    "decoding.beam_search": "the search of §6.1 and what restricts it (n_best, "
+    "allowed), as chapter 14 introduces them",
+    "decoding.next_log_probs": "one step of the search: the decoder's inputs and "
+    "its cache, the rule, the beam",
+    "decoding.translate_sentences": "model, vocabulary, text, device, settings, "
+    "progress and an output rule: what every translating command passes",
+    "scoring.evaluate": "the same, with the pairs' target language for the scores",
+    "parsing.parse_and_score": "the same, with the grammar that keeps outputs to trees",
+    "variations.run_row": "one row of Table 3: which row, seed, size, run, folders",
+    "visualize.line_view": "a drawing's options, each a keyword, as matplotlib's own",
+    "visualize.grid_view": "a drawing's options, each a keyword, as matplotlib's own",
 }
 
 
