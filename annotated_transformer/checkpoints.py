@@ -9,26 +9,17 @@ import contextlib
 import dataclasses
 import hashlib
 import json
-import os
 import re
-import socket
 from collections.abc import Iterable
 from itertools import chain
 from pathlib import Path
 
-import psutil
 import torch
 
 from annotated_transformer import speed
 from annotated_transformer.config import RunConfig, TransformerConfig, option
 from annotated_transformer.data import read_vocabulary
-from annotated_transformer.files import (
-    check_room,
-    is_stream,
-    size_text,
-    write_atomically,
-    write_error,
-)
+from annotated_transformer.files import check_room, is_stream, write_atomically
 from annotated_transformer.model import make_model
 
 
@@ -154,192 +145,6 @@ def latest_checkpoint(out_dir: Path) -> Path | None:
     return max(found, key=step_of, default=None)
 
 
-# Settings that may change when a run resumes: they do not alter what was trained
-# so far, only how long it goes on, when it validates, saves and logs, where it
-# runs, and how it is scored.
-AFTER_TRAINING = (
-    "max_steps",
-    "max_minutes",
-    "valid_every",
-    "save_every",
-    "save_every_minutes",
-    "log_every",
-    "eval_batch_tokens",
-    "average",
-    "beam_size",
-    "alpha",
-    "max_extra",
-    "data_dir",
-    "compile",
-    "device",
-    "threads",
-    "out_dir",
-)
-# Settings added after the first runs were made, each with the value that every
-# earlier run trained with: a run folder whose config.json lacks one resumes as if
-# it recorded that value.
-ADDED_LATER = {"buckets": 0}
-
-
-class RunLock:
-    """One training process per run folder: an operating-system lock on
-    ``RUN/train.lock``, released when the process ends, even by a crash. Two writers
-    would interleave their checkpoints and metrics."""
-
-    def __init__(self, out_dir: Path):
-        try:  # a read-only run folder is refused here, before any other write
-            out_dir.mkdir(parents=True, exist_ok=True)
-            self.file = open(out_dir / "train.lock", "a+", encoding="utf-8")
-        except OSError as error:
-            raise write_error(out_dir / "train.lock", error) from None
-        try:
-            import fcntl
-        except ImportError:
-            # Windows has no advisory file locks; there, one writer is up to the user.
-            return
-        try:
-            fcntl.flock(self.file, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            self.file.seek(0)
-            holder = self.file.read().strip() or "another process"
-            self.file.close()
-            raise ValueError(
-                f"{out_dir} is being trained by {holder}; wait for it to finish (the "
-                "same command then resumes or reports the result), or choose another "
-                "--run"
-            ) from None
-        self.file.truncate(0)
-        self.file.write(f"process {os.getpid()} on {socket.gethostname()}\n")
-        self.file.flush()
-
-    def release(self) -> None:
-        self.file.close()
-
-
-def check_same_run(out_dir: Path, saved: dict | None, settings: dict) -> None:
-    """Refuse to resume a run folder with other settings (that would mix two runs)."""
-    if saved is None:
-        return
-    differs = [
-        option(k)
-        for part in ("model", "run")
-        for k in settings[part]
-        if saved.get(part, {}).get(k, ADDED_LATER.get(k)) != settings[part][k]
-        and k not in (*AFTER_TRAINING, "accumulate")
-    ]
-    if differs:
-        raise ValueError(
-            f"{out_dir} holds a run with different settings "
-            f"({', '.join(differs)}); use another --run, or delete the folder to "
-            "start over"
-        )
-    check_same_batch(out_dir, saved, settings)
-
-
-def check_same_batch(out_dir: Path, saved: dict, settings: dict) -> None:
-    """A run may resume on another number of processes, with another --accumulate,
-    when every update still has as many micro-batches: processes x accumulate. Its
-    micro-batches then hold the same tokens, and every update the same sentences."""
-
-    def layout(recorded: dict) -> tuple[int, int]:
-        return recorded.get("world_size", 1), recorded["run"].get("accumulate", 1)
-
-    (world, accumulate), (new_world, new_accumulate) = layout(saved), layout(settings)
-    parts = world * accumulate
-    if new_world * new_accumulate != parts:
-        tokens = settings["run"]["batch_tokens"]
-        remedy = (
-            f"--accumulate {parts // new_world}"
-            if parts % new_world == 0
-            else f"a number of processes that divides {parts}"
-        )
-        raise ValueError(
-            f"{out_dir} trains updates of {tokens:,} tokens = {world} process(es) x "
-            f"{accumulate} micro-batch(es) x {tokens // parts:,}; {new_world} x "
-            f"{new_accumulate} would cut them into micro-batches of "
-            f"{tokens // (new_world * new_accumulate):,} tokens and change every "
-            f"update's batch: resume with {remedy}"
-        )
-
-
-def run_vocabulary(
-    out_dir: Path, saved: dict | None, other_than: str | None = None
-) -> str | None:
-    """The vocabulary file name that the run recorded in its settings ``saved`` when
-    it started; for runs older than that record, the one its folder holds (other
-    than ``other_than``)."""
-    recorded = (saved or {}).get("data", {}).get("vocabulary")
-    return recorded or next(
-        (
-            p.name
-            for p in sorted((out_dir / "vocab").glob("*.model"))
-            if p.name != other_than
-        ),
-        None,
-    )
-
-
-def vocabulary_fingerprint(vocabulary: str) -> str:
-    """The fingerprint in a vocabulary's file name, ``spm-bpe8000-<fingerprint>.model``,
-    which hashes its training pairs and settings."""
-    return vocabulary.removesuffix(".model").rsplit("-", 1)[-1]
-
-
-def check_same_data(out_dir: Path, saved: dict | None, vocabulary: str) -> None:
-    """Refuse to go on with training data other than the run's. ``vocabulary`` is the
-    file name the data given now would have (``spm-bpe8000-<fingerprint>.model``); the
-    run recorded its own when it started (runs older than that record are judged by the
-    vocabulary they hold). The vocabulary of a run is never retrained: new token ids
-    under old weights would go on training as if nothing had happened."""
-    recorded = run_vocabulary(out_dir, saved, other_than=vocabulary)
-    if recorded is not None and recorded != vocabulary:
-        ours, given = (
-            vocabulary_fingerprint(recorded),
-            vocabulary_fingerprint(vocabulary),
-        )
-        raise ValueError(
-            f"{out_dir} was started on other training data: its training pairs and "
-            f"vocabulary settings have the fingerprint {ours}, the data given now "
-            f"{given}. Give the --data-dir and "
-            "--max-train-pairs the run began with, or train a new run with another "
-            "--run"
-        )
-
-
-# all a start cut short leaves before it records its settings, and the files that
-# the parsing command (chapter 17) writes before it trains
-STARTED = {"train.lock", "tokens", "vocab", "checkpoints", "corpus", "parsing.json"}
-
-
-def check_run_folder(out_dir: Path) -> None:
-    """Refuse to train in a folder this package did not make, or through a link."""
-    out_dir = Path(out_dir)
-    if not out_dir.exists():
-        return
-    if not out_dir.is_dir():
-        raise ValueError(f"--run {out_dir} is a file, not a run folder")
-    entries = list(out_dir.iterdir())
-    for name in ("checkpoints", "vocab", "tokens"):
-        folder = out_dir / name
-        if folder.is_dir() and not folder.is_symlink():
-            entries += folder.iterdir()
-    links = [p for p in entries if p.is_symlink()]
-    if links:
-        raise ValueError(
-            f"{links[0]} is a symbolic link, and a run folder holds only files "
-            "this package wrote there: replace the link with a copy of the file, "
-            "or use another --run"
-        )
-    names = {p.name for p in out_dir.iterdir() if not LEFTOVER.fullmatch(p.name)}
-    if "config.json" in names or latest_checkpoint(out_dir) or names <= STARTED:
-        return
-    raise ValueError(
-        f"{out_dir} is a folder this package did not make: it holds {len(names)} "
-        "files or folders, but no config.json and no checkpoint of a run. Name a "
-        "new or empty folder with --run"
-    )
-
-
 def configs_of(settings) -> tuple[TransformerConfig, RunConfig]:
     """The model and run configurations that recorded settings describe. Settings a
     later version dropped are skipped; a value of the wrong kind raises TypeError or
@@ -439,23 +244,6 @@ def checked_config(state: dict, path: Path, advice: str) -> TransformerConfig:
                 f"{what}, such as {names[0]}). {advice}"
             )
     return config
-
-
-def check_training_memory(config: TransformerConfig, device: str) -> None:
-    """Refuse a model whose parameters alone do not fit the device's free memory."""
-    with torch.device("meta"):
-        n = sum(p.numel() for p in make_model(config).parameters())
-    needed = 16 * n
-    if device.startswith("cuda"):
-        free = torch.cuda.mem_get_info(torch.device(device))[0]
-    else:
-        free = psutil.virtual_memory().available
-    if needed > free:
-        raise ValueError(
-            f"the model has {n:,} parameters, and training them takes at least "
-            f"{size_text(needed)} (weights, gradients and Adam's two moments), but "
-            f"{device} has {size_text(free)} free: choose a smaller model"
-        )
 
 
 def average_weights(weights: Iterable[dict]) -> dict:

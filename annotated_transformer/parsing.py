@@ -21,7 +21,6 @@ from annotated_transformer import corpora, data, devices, speed, trainer
 from annotated_transformer.checkpoints import (
     available_average,
     average_checkpoints,
-    check_run_folder,
     read_json,
     run_weights,
 )
@@ -39,6 +38,7 @@ from annotated_transformer.cli import (
 from annotated_transformer.config import PARSING_MODEL, PARSING_RUN, DecodeConfig
 from annotated_transformer.decoding import translate_sentences
 from annotated_transformer.files import write_atomically
+from annotated_transformer.run_folder import check_run_folder
 
 # --- from book/17_constituency_parsing.md ---
 TREEBANK_URL = (

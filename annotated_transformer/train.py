@@ -11,12 +11,7 @@ import typing
 from pathlib import Path
 
 from annotated_transformer import corpora, devices, trainer
-from annotated_transformer.checkpoints import (
-    check_run_folder,
-    check_same_run,
-    read_json,
-    read_settings,
-)
+from annotated_transformer.checkpoints import read_json, read_settings
 from annotated_transformer.cli import (
     add_progress_option,
     command,
@@ -31,6 +26,7 @@ from annotated_transformer.config import (
     option,
 )
 from annotated_transformer.copy_task import CopyTask, copy_accuracy, train_copy_task
+from annotated_transformer.run_folder import check_run_folder, check_same_run
 from annotated_transformer.scoring import translate_and_score
 
 DEFAULT_PRESET = "multi30k"

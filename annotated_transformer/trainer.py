@@ -29,7 +29,8 @@ from annotated_transformer.optimization import (
 )
 from annotated_transformer.processes import all_sum
 from annotated_transformer.recipes import band_note, stored_band
-from annotated_transformer.run_folder import Position, RunFolder
+from annotated_transformer.run_data import Position, RunData
+from annotated_transformer.run_folder import RunFolder
 
 
 # --- from book/12_training_loop.md ---
@@ -61,7 +62,8 @@ class UpdateCounts:
 class Session:
     """What one training process holds while it trains."""
 
-    folder: RunFolder  # the run folder, the data, this process among the others
+    folder: RunFolder  # the run folder, and this process among the others
+    data: RunData  # what it trains and validates on
     config: TransformerConfig
     model: torch.nn.Module  # the weights that checkpoints save
     update: Update  # how one optimizer update is made (chapter 11)
@@ -104,7 +106,7 @@ def make_update(
 def start(model_config: TransformerConfig, run: RunConfig) -> Session:
     """Set up one training process: its run folder and data (appendix B), the model
     and how it is updated. Nothing is trained yet."""
-    folder = RunFolder.open(model_config, run)
+    folder, run_data = RunFolder.open(model_config, run)
     fast = speed.fast_paths(folder.device, run)  # what the device runs fast
     config = speed.model_config(model_config, fast)
     torch.manual_seed(run.seed)
@@ -112,6 +114,7 @@ def start(model_config: TransformerConfig, run: RunConfig) -> Session:
     update = make_update(model, config, run, fast, folder.world)
     return Session(
         folder=folder,
+        data=run_data,
         config=config,
         model=model,
         update=update,
@@ -122,9 +125,9 @@ def start(model_config: TransformerConfig, run: RunConfig) -> Session:
 
 def train_step(s: Session, at: Position) -> UpdateCounts:
     """One optimizer update; returns its counts over all processes."""
-    everyone = s.folder.stream.next(at)  # the micro-batches of every process
+    everyone = s.data.stream.next(at)  # the micro-batches of every process
     update = UpdateCounts.of(everyone, s.config)
-    mine = [b.to(s.folder.device) for b in s.folder.stream.share(everyone)]
+    mine = [b.to(s.folder.device) for b in s.data.stream.share(everyone)]
     # the mean over the whole update's target tokens; Adam, then eq. 3
     update.loss = s.update(mine, global_tokens=update.tgt_tokens)
     at.step += 1
@@ -183,7 +186,7 @@ def train_session(s: Session, progress: bool) -> dict:
         )
     return {
         "model": s.model,
-        "sp": folder.sp,
+        "sp": s.data.sp,
         "step": at.step,
         "interrupted": int(interrupt.signal or 0),  # the signal's number, or 0
         "device": folder.device,
@@ -199,9 +202,9 @@ def announce(s: Session, at: Position) -> None:
     run = s.folder.run
     s.folder.say(
         f"model: {count_parameters(s.model):,} parameters on {s.folder.device}; "
-        f"{s.folder.stream.describe()}"
+        f"{s.data.stream.describe()}"
     )
-    left = s.folder.stream.flops_per_update(s.config, at) * max(
+    left = s.data.stream.flops_per_update(s.config, at) * max(
         run.max_steps - at.step, 0
     )
     s.folder.say(planned_cost(left, s.peak, s.folder.device))
@@ -241,8 +244,9 @@ def validation_loss(model, pairs, batch_tokens: int, device) -> float:
 
 def validate(s: Session, bar, step: int) -> None:
     f = s.folder
-    nll = validation_loss(s.model, f.valid_pairs, f.stream.budget, f.device)
-    alignment = source_alignment(s.model, f.valid_pairs, f.stream.budget, f.device)
+    pairs, budget = s.data.valid_pairs, s.data.stream.budget
+    nll = validation_loss(s.model, pairs, budget, f.device)
+    alignment = source_alignment(s.model, pairs, budget, f.device)
     f.log.write(
         step=step,
         valid_nll=nll,

@@ -17,6 +17,7 @@ from annotated_transformer import (
     bundle,
     checkpoints,
     evaluate,
+    run_folder,
     train,
     trainer,
     translate,
@@ -309,7 +310,7 @@ def test_stored_weights_of_the_wrong_shape_are_refused(run, tmp_path, capsys):
 
 def test_a_run_that_trains_and_has_saved_nothing_yet_says_so(run, tmp_path, capsys):
     shutil.rmtree(run / "checkpoints")
-    lock = checkpoints.RunLock(run)  # as a training process holds it
+    lock = run_folder.RunLock(run)  # as a training process holds it
     try:
         assert translate.main(translate_run(run, tmp_path)) == 2
         one_line_error(capsys, f"{run} is training and has saved no checkpoint yet")

@@ -32,7 +32,7 @@ from annotated_transformer import (
     metrics,
     optimization,
     parsing,
-    run_folder,
+    processes,
     scoring,
     speed,
     train,
@@ -353,7 +353,7 @@ def test_a_run_killed_between_checkpoints_logs_its_lost_updates_once(
 def test_a_signal_ignored_on_purpose_stays_ignored():
     previous = signal.signal(signal.SIGHUP, signal.SIG_IGN)  # as nohup does
     try:
-        with run_folder.Interrupt():
+        with processes.Interrupt():
             assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
             assert signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
         assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN

@@ -8,6 +8,7 @@ involved, that every file in it is byte-identical afterwards."""
 import hashlib
 import importlib
 import json
+import os
 import re
 import shutil
 import sys
@@ -26,7 +27,7 @@ from annotated_transformer import (
     data,
     evaluate,
     parsing,
-    run_folder,
+    run_data,
     train,
     translate,
     variations,
@@ -156,10 +157,8 @@ def test_a_write_cut_short_leaves_the_old_file_whole(tmp_path):
 
 def test_checkpoint_writes_reach_the_disk(tmp_path, monkeypatch):
     synced = []
-    real_fsync = checkpoints.os.fsync
-    monkeypatch.setattr(
-        checkpoints.os, "fsync", lambda fd: synced.append(fd) or real_fsync(fd)
-    )
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: synced.append(fd) or real_fsync(fd))
     checkpoints.save_checkpoint(
         tmp_path / "checkpoints" / "step-0000001.pt", {"step": 1}
     )
@@ -405,7 +404,7 @@ def test_the_cached_vocabulary_is_named_by_its_fingerprint_and_reused(
     # training is deterministic
     assert sp.serialized_model_proto() == data.train_vocab(pairs, 60)
     assert (
-        run_folder.prepare_data(
+        run_data.prepare_data(
             RunConfig(), 60, path, (pairs, pairs[:20]), say=lambda *a: None
         )[3]
         is None

@@ -14,9 +14,16 @@ import pytest
 import torch
 from conftest import TORCHRUN_TRAIN, Child, tiny_run
 
-from annotated_transformer import corpora, devices, run_folder, speed, train, trainer
+from annotated_transformer import (
+    corpora,
+    devices,
+    run_data,
+    run_folder,
+    speed,
+    train,
+    trainer,
+)
 from annotated_transformer.checkpoints import (
-    RunLock,
     checkpoints,
     latest_checkpoint,
     load_checkpoint,
@@ -31,6 +38,7 @@ from annotated_transformer.optimization import (
     label_smoothed_loss,
     make_optimizer,
 )
+from annotated_transformer.run_folder import RunLock
 
 TINY = TransformerConfig(vocab_size=50, n_layers=1, d_model=32, d_ff=64, n_heads=2)
 
@@ -665,13 +673,13 @@ def test_a_process_other_than_rank_0_maps_the_token_cache_and_reads_no_training_
     monkeypatch.setattr(
         torch.nn.parallel, "DistributedDataParallel", lambda model: model
     )
-    folder = trainer.start(model_config, run_config).folder
+    mapped = trainer.start(model_config, run_config).data
     assert splits_read == [run_config.valid_split]
     assert (
-        isinstance(folder.stream.pairs, speed.TokenCache)
-        and folder.stream.pairs.folder == meta.parent
+        isinstance(mapped.stream.pairs, speed.TokenCache)
+        and mapped.stream.pairs.folder == meta.parent
     )
-    assert len(folder.valid_pairs) > 0 and folder.sp.get_piece_size() == 80
+    assert len(mapped.valid_pairs) > 0 and mapped.sp.get_piece_size() == 80
 
 
 # Reading a number back from the device makes the CPU wait for it to finish.
@@ -715,7 +723,7 @@ def test_updates_read_nothing_back_between_metric_lines(
         monkeypatch.setattr(
             torch.Tensor, name, reading(name, getattr(torch.Tensor, name))
         )
-    stream = run_folder.UpdateStream
+    stream = run_data.UpdateStream
     monkeypatch.setattr(stream, "next", marked(stream.next, quiet=True))
     of = trainer.UpdateCounts.of.__func__
     monkeypatch.setattr(trainer.UpdateCounts, "of", classmethod(marked(of, quiet=True)))

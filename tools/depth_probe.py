@@ -15,7 +15,7 @@ import argparse
 import json
 from pathlib import Path
 
-from annotated_transformer import data, run_folder, trainer
+from annotated_transformer import data, run_data, trainer
 from annotated_transformer.config import RunConfig, TransformerConfig
 from annotated_transformer.diagnostics import position_similarity, source_alignment
 
@@ -74,7 +74,7 @@ def main() -> None:
     )
     s = trainer.start(config, run)
     encoder, decoder = s.model.encoder.layers, s.model.decoder.layers
-    at, records = run_folder.Position(), []
+    at, records = run_data.Position(), []
 
     # runs inside train_step, after backward and before the optimizer's update
     def record_gradients(*_):
@@ -90,7 +90,7 @@ def main() -> None:
             # one batch
             sample = next(
                 data.validation_batches(
-                    s.folder.valid_pairs[:200], 10**6, s.folder.device
+                    s.data.valid_pairs[:200], 10**6, s.folder.device
                 )
             )
             records.append(
@@ -98,7 +98,7 @@ def main() -> None:
                     "step": step,
                     "valid_nll": round(
                         trainer.validation_loss(
-                            s.model, s.folder.valid_pairs[:500], 3000, s.folder.device
+                            s.model, s.data.valid_pairs[:500], 3000, s.folder.device
                         ),
                         4,
                     ),
@@ -111,7 +111,7 @@ def main() -> None:
                     "source_entropy": [
                         round(x, 4)
                         for x in source_alignment(
-                            s.model, s.folder.valid_pairs, 3000, s.folder.device, 200
+                            s.model, s.data.valid_pairs, 3000, s.folder.device, 200
                         )
                     ],
                 }

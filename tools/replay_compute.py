@@ -16,7 +16,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from annotated_transformer import data, run_folder
+from annotated_transformer import data, run_data
 from annotated_transformer.config import RunConfig, TransformerConfig
 from annotated_transformer.flops import batch_lengths, training_flops
 
@@ -31,11 +31,11 @@ def replay(run_dir: Path, data_dir: Path) -> dict[int, float]:
         for r in map(json.loads, (run_dir / "metrics.jsonl").read_text().splitlines())
         if "tgt_tokens" in r
     }
-    splits = run_folder.load_splits(run)
+    splits = run_data.load_splits(run)
     # the vocabulary is trained again, in memory
     with tempfile.TemporaryDirectory() as folder:
         vocab = Path(folder) / data.vocab_file(splits[0], model.vocab_size)
-        _, train_pairs, _, _ = run_folder.prepare_data(
+        _, train_pairs, _, _ = run_data.prepare_data(
             run,
             model.vocab_size,
             vocab,
@@ -44,8 +44,8 @@ def replay(run_dir: Path, data_dir: Path) -> dict[int, float]:
             # lists: the folder goes away
             token_cache=False,
         )
-    stream = run_folder.UpdateStream(train_pairs, run, settings.get("world_size", 1), 0)
-    at, total, totals = run_folder.Position(), 0.0, {}
+    stream = run_data.UpdateStream(train_pairs, run, settings.get("world_size", 1), 0)
+    at, total, totals = run_data.Position(), 0.0, {}
     for _ in tqdm(range(max(logged)), desc="replaying updates", unit="update"):
         micro = stream.next(at)
         src, tgt = batch_lengths(micro)
