@@ -643,6 +643,29 @@ def prepare_corpus(args: argparse.Namespace):
     return trees, corpus, train_trees, placeholder
 
 
+def parse_split(args, result: dict, trees: dict, placeholder: str | None) -> dict:
+    """Parse the sentences of ``args.split`` with the trained model of ``result`` and
+    score them (``parse_and_score``), keeping outputs to trees of the training
+    grammar's shape when ``args.decoding`` says so."""
+    gold = [t for n in SPLITS[args.split] for t in trees.get(f"wsj_{n:04d}", [])][
+        : args.limit or None
+    ]
+    train_trees_all = [
+        t for n in SPLITS["train"] for t in trees.get(f"wsj_{n:04d}", [])
+    ]
+    shape = grammar(train_trees_all) if args.decoding == "trees" else None
+    return parse_and_score(
+        result["model"],
+        result["sp"],
+        gold,
+        decoding_from_args(args),
+        result["device"],
+        progress=args.progress,
+        shape=shape,
+        placeholder=placeholder,
+    )
+
+
 @command(parser=build_parser)
 def main(args: argparse.Namespace) -> int:
     trees, corpus, train_trees, corpus_placeholder = prepare_corpus(args)
@@ -661,23 +684,7 @@ def main(args: argparse.Namespace) -> int:
     averaged = run_weights(args.run, average=available_average(args.run, run.average))
     model = result["model"]
     model.load_state_dict(average_checkpoints(averaged))
-    gold = [t for n in SPLITS[args.split] for t in trees.get(f"wsj_{n:04d}", [])][
-        : args.limit or None
-    ]
-    train_trees_all = [
-        t for n in SPLITS["train"] for t in trees.get(f"wsj_{n:04d}", [])
-    ]
-    shape = grammar(train_trees_all) if args.decoding == "trees" else None
-    scores = parse_and_score(
-        model,
-        result["sp"],
-        gold,
-        decoding_from_args(args),
-        result["device"],
-        progress=args.progress,
-        shape=shape,
-        placeholder=corpus_placeholder,
-    )
+    scores = parse_split(args, result, trees, corpus_placeholder)
     summary = {k: v for k, v in scores.items() if k != "outputs"}
     summary.update(
         reads_its_input(

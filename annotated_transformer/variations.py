@@ -132,28 +132,19 @@ def done_rows(results: Path) -> set:
     return done
 
 
-def run_row(
-    row: str,
-    seed: int,
-    size: str,
-    run: RunConfig,
-    runs_dir: Path,
-    progress: bool,
-    max_valid: int = 0,
-    init: str | None = None,
-) -> dict:
-    """Train one row (resuming its folder if it was interrupted) and score it on the
-    validation split; ``init`` as in ``row_config``."""
-
-    config = row_config(row, size, init)
+def run_row(row: str, seed: int, run: RunConfig, args) -> dict:
+    """Train one row of the sweep that ``args`` describe (resuming its folder if it was
+    interrupted) and score it on the validation split."""
+    size = args.size
+    config = row_config(row, size, args.init)
     run = run.replace(
-        seed=seed, out_dir=str(runs_dir / f"{size}-{row}-{config.init}-seed{seed}")
+        seed=seed, out_dir=str(args.runs / f"{size}-{row}-{config.init}-seed{seed}")
     )
-    result = trainer.train(config, run, progress=progress)
+    result = trainer.train(config, run, progress=False)
     if result["interrupted"]:
         raise KeyboardInterrupt
     summary = translate_and_score(
-        result, run, progress=progress, max_sentences=max_valid
+        result, run, progress=False, max_sentences=args.max_valid_sentences
     )
     metrics = [
         json.loads(line)
@@ -273,33 +264,39 @@ def add_data_options(parser) -> None:
     add_progress_option(parser)
 
 
-@command(parser=build_parser)
-def main(args: argparse.Namespace) -> int:
+def sweep_run(args) -> RunConfig:
+    """The run settings of every row of the sweep ``args`` ask for, once the rows and
+    the numbers are known to be good."""
     size_run = TABLE3_SIZES[args.size]["run"]
     if args.max_steps is None:
         args.max_steps = size_run.max_steps
-    try:
-        for row in args.rows:
-            row_config(row, args.size)
-        if (
-            args.seeds < 1
-            or args.max_steps < 1
-            or min(args.first_seed, args.max_train_pairs, args.max_valid_sentences) < 0
-        ):
-            raise ValueError(
-                "--seeds and --max-steps must be positive, --first-seed, "
-                "--max-train-pairs and --max-valid-sentences at least 0"
-            )
-        every = min(size_run.valid_every, args.max_steps)
-        run = size_run.replace(
-            max_steps=args.max_steps,
-            valid_every=every,
-            save_every=every,
-            bf16=args.bf16,
-            warmup=min(size_run.warmup, args.max_steps),
-            max_train_pairs=args.max_train_pairs,
-            data_dir=str(args.data_dir or ""),
+    for row in args.rows:
+        row_config(row, args.size)
+    if (
+        args.seeds < 1
+        or args.max_steps < 1
+        or min(args.first_seed, args.max_train_pairs, args.max_valid_sentences) < 0
+    ):
+        raise ValueError(
+            "--seeds and --max-steps must be positive, --first-seed, "
+            "--max-train-pairs and --max-valid-sentences at least 0"
         )
+    every = min(size_run.valid_every, args.max_steps)
+    return size_run.replace(
+        max_steps=args.max_steps,
+        valid_every=every,
+        save_every=every,
+        bf16=args.bf16,
+        warmup=min(size_run.warmup, args.max_steps),
+        max_train_pairs=args.max_train_pairs,
+        data_dir=str(args.data_dir or ""),
+    )
+
+
+@command(parser=build_parser)
+def main(args: argparse.Namespace) -> int:
+    try:
+        run = sweep_run(args)
         base_seeds = range(args.first_seed, args.first_seed + args.seeds)
         jobs = [
             (row, seed)
@@ -321,16 +318,7 @@ def main(args: argparse.Namespace) -> int:
         for row, seed in tqdm(
             todo, desc="Table 3 rows", unit="row", disable=not args.progress
         ):
-            record = run_row(
-                row,
-                seed,
-                args.size,
-                run,
-                args.runs,
-                progress=False,
-                max_valid=args.max_valid_sentences,
-                init=args.init,
-            )
+            record = run_row(row, seed, run, args)
             append_line(args.results, json.dumps(record))
             print(
                 f"{row} (seed {seed}): perplexity {record['valid_ppl']:.2f}, BLEU "

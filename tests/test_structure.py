@@ -308,8 +308,6 @@ LONG_BY_NATURE = {
     "visualize.grid_view": "one figure, a grid of heatmaps, drawn top to bottom",
     "parsing.build_parser": "the parsing command's options, one add_argument each",
     "visualize.build_parser": "the visualize command's options, one add_argument each",
-    "parsing.main": "the parsing command's steps in order: train, parse, score, store",
-    "variations.main": "the sweep's steps in order: rows, seeds, runs, results",
 }
 MANY_PARAMETERS_BY_NATURE = {
     "optimization.accumulate_gradients": "chapter 11 spells out every input of an "
@@ -324,7 +322,6 @@ MANY_PARAMETERS_BY_NATURE = {
     "progress and an output rule: what every translating command passes",
     "scoring.evaluate": "the same, with the pairs' target language for the scores",
     "parsing.parse_and_score": "the same, with the grammar that keeps outputs to trees",
-    "variations.run_row": "one row of Table 3: which row, seed, size, run, folders",
     "visualize.line_view": "a drawing's options, each a keyword, as matplotlib's own",
     "visualize.grid_view": "a drawing's options, each a keyword, as matplotlib's own",
 }
