@@ -726,6 +726,8 @@ if __name__ == "__main__":
 def draw_tree(tree: Tree, ax, words_: list[str]) -> None:
     """A tree drawn top down: constituents at their depth, words along the bottom."""
     leaves = tree.leaves()
+    # by position, not by equality: two leaves of the same word are equal Trees
+    column = {id(leaf): x for x, leaf in enumerate(leaves)}
 
     def height(node: Tree) -> int:
         return 0 if node.word is not None else 1 + max(height(c) for c in node.children)
@@ -734,7 +736,7 @@ def draw_tree(tree: Tree, ax, words_: list[str]) -> None:
 
     def place(node: Tree, level: int) -> tuple[float, float]:
         if node.word is not None:
-            x = leaves.index(node)
+            x = column[id(node)]
             ax.text(x, -0.6, words_[x], ha="center", va="top", rotation=60, fontsize=8)
             return x, 0.0
         points = [place(child, level + 1) for child in node.children]

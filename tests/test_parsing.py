@@ -234,3 +234,27 @@ def test_a_search_held_to_the_rule_returns_trees_over_the_sentence(treebank_voca
             and [t for t in text.split() if not t.startswith(("(", ")"))] == words
         ), text
         assert {t[1:] for t in text.split() if t[0] in "()"} <= {"NP", "S", "VP"}
+
+
+def test_a_tree_with_a_repeated_word_draws_each_word_in_its_own_place():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from annotated_transformer.parsing import draw_tree, parse_bracketed, tree_words
+
+    (tree,) = parse_bracketed(
+        "( (NP (NP (NN part)) (PP (IN of) (NP (NN one) (PP (IN of) (NN them))))) )"
+    )
+    words = tree_words(tree)
+    fig, ax = plt.subplots()
+    draw_tree(tree, ax, words)
+    placed = sorted(
+        (round(text.get_position()[0]), text.get_text())
+        for text in ax.texts
+        if text.get_text() in words
+    )
+    plt.close(fig)
+    # every word once, at its own position: the second "of" is not drawn over the first
+    assert placed == list(enumerate(words))
