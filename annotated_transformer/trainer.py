@@ -4,6 +4,8 @@
 """The training loop (§5): one optimizer update after another, with validation and
 checkpoints, on one process or many."""
 
+from __future__ import annotations
+
 import math
 import time
 from dataclasses import dataclass, field
@@ -34,106 +36,6 @@ from annotated_transformer.run_folder import RunFolder
 
 
 # --- from book/12_training_loop.md ---
-@dataclass
-class UpdateCounts:
-    """What one update trained on, over all processes."""
-
-    loss: object  # this process's summed loss, a tensor on the device: read at logs
-    tgt_tokens: int  # real target tokens: what the loss is averaged over
-    src_tokens: int
-    padded: int  # target positions, padding included
-    sentences: int
-    flops: float  # the update's training compute (chapter 14)
-
-    @classmethod
-    def of(cls, micro_batches: list, config: TransformerConfig) -> "UpdateCounts":
-        """Counted on the CPU, before the batches go to the device; no loss yet."""
-        return cls(
-            loss=0.0,
-            tgt_tokens=sum(b.n_tokens for b in micro_batches),
-            src_tokens=sum(int(b.src_mask.sum()) for b in micro_batches),
-            padded=sum(b.tgt_out.numel() for b in micro_batches),
-            sentences=sum(b.src.size(0) for b in micro_batches),
-            flops=training_flops(config, *batch_lengths(micro_batches)),
-        )
-
-
-@dataclass(kw_only=True)
-class Session:
-    """What one training process holds while it trains."""
-
-    folder: RunFolder  # the run folder, and this process among the others
-    data: RunData  # what it trains and validates on
-    config: TransformerConfig
-    model: torch.nn.Module  # the weights that checkpoints save
-    update: Update  # how one optimizer update is made (chapter 11)
-    threads: ThreadChooser  # on a CPU, how many threads an update uses (appendix B)
-    peak: float | None = None  # the device's peak FLOP/s, when known
-
-    def parts(self) -> dict:
-        """What a checkpoint holds besides the run's position, by name."""
-        return {
-            "model": self.model,
-            "optimizer": self.update.optimizer,
-            "scheduler": self.update.scheduler,
-        }
-
-
-def make_update(
-    model,
-    config: TransformerConfig,
-    run: RunConfig,
-    fast: speed.FastPaths,
-    world: int = 1,
-) -> Update:
-    """How ``model`` is trained: Adam with eq. 3, over ``world`` processes, with the
-    fast paths of ``fast`` (appendix A)."""
-    optimizer, scheduler = make_optimizer(
-        model, config.d_model, run.warmup, run.lr_factor, fused=fast.fused_adam
-    )
-    forward = torch.nn.parallel.DistributedDataParallel(model) if world > 1 else model
-    plain = Update(
-        model=forward,
-        optimizer=optimizer,
-        scheduler=scheduler,
-        label_smoothing=config.label_smoothing,
-        pad=data.PAD,
-        world_size=world,
-    )
-    return speed.faster(plain, fast)  # compiled, bf16: the same arithmetic, faster
-
-
-def start(model_config: TransformerConfig, run: RunConfig) -> Session:
-    """Set up one training process: its run folder and data (appendix B), the model
-    and how it is updated. Nothing is trained yet."""
-    folder, run_data = RunFolder.open(model_config, run)
-    fast = speed.fast_paths(folder.device, run)  # what the device runs fast
-    config = speed.model_config(model_config, fast)
-    torch.manual_seed(run.seed)
-    model = make_model(config).to(folder.device)
-    update = make_update(model, config, run, fast, folder.world)
-    return Session(
-        folder=folder,
-        data=run_data,
-        config=config,
-        model=model,
-        update=update,
-        threads=training_threads(folder.device, run.threads, folder.world, tqdm.write),
-        peak=peak_flops(folder.device, fast.bf16, seconds=0.3),
-    )
-
-
-def train_step(s: Session, at: Position) -> UpdateCounts:
-    """One optimizer update; returns its counts over all processes."""
-    everyone = s.data.stream.next(at)  # the micro-batches of every process
-    update = UpdateCounts.of(everyone, s.config)
-    mine = [b.to(s.folder.device) for b in s.data.stream.share(everyone)]
-    # the mean over the whole update's target tokens; Adam, then eq. 3
-    update.loss = s.update(mine, global_tokens=update.tgt_tokens)
-    at.step += 1
-    return update
-
-
 def train(
     model_config: TransformerConfig, run: RunConfig, progress: bool = True
 ) -> dict:
@@ -194,6 +96,106 @@ def train_session(s: Session, progress: bool) -> dict:
         "minutes": at.minutes,
         "flops": at.flops,
     }
+
+
+def train_step(s: Session, at: Position) -> UpdateCounts:
+    """One optimizer update; returns its counts over all processes."""
+    everyone = s.data.stream.next(at)  # the micro-batches of every process
+    update = UpdateCounts.of(everyone, s.config)
+    mine = [b.to(s.folder.device) for b in s.data.stream.share(everyone)]
+    # the mean over the whole update's target tokens; Adam, then eq. 3
+    update.loss = s.update(mine, global_tokens=update.tgt_tokens)
+    at.step += 1
+    return update
+
+
+@dataclass
+class UpdateCounts:
+    """What one update trained on, over all processes."""
+
+    loss: object  # this process's summed loss, a tensor on the device: read at logs
+    tgt_tokens: int  # real target tokens: what the loss is averaged over
+    src_tokens: int
+    padded: int  # target positions, padding included
+    sentences: int
+    flops: float  # the update's training compute (chapter 14)
+
+    @classmethod
+    def of(cls, micro_batches: list, config: TransformerConfig) -> "UpdateCounts":
+        """Counted on the CPU, before the batches go to the device; no loss yet."""
+        return cls(
+            loss=0.0,
+            tgt_tokens=sum(b.n_tokens for b in micro_batches),
+            src_tokens=sum(int(b.src_mask.sum()) for b in micro_batches),
+            padded=sum(b.tgt_out.numel() for b in micro_batches),
+            sentences=sum(b.src.size(0) for b in micro_batches),
+            flops=training_flops(config, *batch_lengths(micro_batches)),
+        )
+
+
+def start(model_config: TransformerConfig, run: RunConfig) -> Session:
+    """Set up one training process: its run folder and data (appendix B), the model
+    and how it is updated. Nothing is trained yet."""
+    folder, run_data = RunFolder.open(model_config, run)
+    fast = speed.fast_paths(folder.device, run)  # what the device runs fast
+    config = speed.model_config(model_config, fast)
+    torch.manual_seed(run.seed)
+    model = make_model(config).to(folder.device)
+    update = make_update(model, config, run, fast, folder.world)
+    return Session(
+        folder=folder,
+        data=run_data,
+        config=config,
+        model=model,
+        update=update,
+        threads=training_threads(folder.device, run.threads, folder.world, tqdm.write),
+        peak=peak_flops(folder.device, fast.bf16, seconds=0.3),
+    )
+
+
+@dataclass(kw_only=True)
+class Session:
+    """What one training process holds while it trains."""
+
+    folder: RunFolder  # the run folder, and this process among the others
+    data: RunData  # what it trains and validates on
+    config: TransformerConfig
+    model: torch.nn.Module  # the weights that checkpoints save
+    update: Update  # how one optimizer update is made (chapter 11)
+    threads: ThreadChooser  # on a CPU, how many threads an update uses (appendix B)
+    peak: float | None = None  # the device's peak FLOP/s, when known
+
+    def parts(self) -> dict:
+        """What a checkpoint holds besides the run's position, by name."""
+        return {
+            "model": self.model,
+            "optimizer": self.update.optimizer,
+            "scheduler": self.update.scheduler,
+        }
+
+
+def make_update(
+    model,
+    config: TransformerConfig,
+    run: RunConfig,
+    fast: speed.FastPaths,
+    world: int = 1,
+) -> Update:
+    """How ``model`` is trained: Adam with eq. 3, over ``world`` processes, with the
+    fast paths of ``fast`` (appendix A)."""
+    optimizer, scheduler = make_optimizer(
+        model, config.d_model, run.warmup, run.lr_factor, fused=fast.fused_adam
+    )
+    forward = torch.nn.parallel.DistributedDataParallel(model) if world > 1 else model
+    plain = Update(
+        model=forward,
+        optimizer=optimizer,
+        scheduler=scheduler,
+        label_smoothing=config.label_smoothing,
+        pad=data.PAD,
+        world_size=world,
+    )
+    return speed.faster(plain, fast)  # compiled, bf16: the same arithmetic, faster
 
 
 # --- from book/21_appendix_runs.md ---
