@@ -101,8 +101,11 @@ book: $(FULL)
 	@# another scale: every page is executed and read again (Sphinx re-reads only changed sources)
 	@[ "$$(cat _build/.scale 2>/dev/null)" = "$(AT_SCALE)" ] || rm -rf _build/.jupyter_cache _build/.doctrees _build/html
 	@echo "$(AT_SCALE)" > _build/.scale
+	@# every kernel first runs the figure-text hook: each figure records its smallest text's size
+	@mkdir -p _build/ipython/profile_default/startup
+	@cp tools/figure_text_startup.py _build/ipython/profile_default/startup/
 	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-$$($(BIN)/python -c "import torch; print(torch.get_num_threads())")} \
-	  AT_SCALE=$(AT_SCALE) $(BIN)/jupyter-book build . -W --keep-going
+	  IPYTHONDIR=$(CURDIR)/_build/ipython AT_SCALE=$(AT_SCALE) $(BIN)/jupyter-book build . -W --keep-going
 
 book-check: $(FULL)
 	$(BIN)/python tools/check_offline_book.py --self-test

@@ -49,6 +49,10 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+import figure_text  # noqa: E402
+
+SMALLEST_TEXT_PX = 10  # the smallest text a figure may show a reader, in CSS pixels
 NO_NETWORK = [
     "--headless",
     "--no-sandbox",
@@ -92,7 +96,13 @@ window.addEventListener("load", () => setTimeout(() => {
       wide.push({width: table.scrollWidth, box, text: text.slice(0, 60)});
     }
   });
-  document.body.dataset.pagetest = JSON.stringify({scrolls, uncaptioned, wide});
+  // figures as a reader sees them once every fold is open
+  document.querySelectorAll("details").forEach(d => { d.open = true; });
+  const images = [...document.querySelectorAll("article img")].map(img => ({
+    src: img.getAttribute("src"), alt: img.getAttribute("alt") || "",
+    natural: img.naturalWidth, shown: img.getBoundingClientRect().width}));
+  document.body.dataset.pagetest = JSON.stringify(
+    {scrolls, uncaptioned, wide, images});
 }, 200));
 </script>"""
 EXPLORER_TEST = """<script>
@@ -391,6 +401,7 @@ def check_page(
             f"{w['box']} px column): {w['text']!r}"
             for w in scan.page_test.get("wide", [])[:5]
         ]
+        problems += figure_problems(page, scan.page_test.get("images", []))
     for src in scan.images:
         url = urlparse(src)
         if url.scheme in ("http", "https"):
@@ -407,6 +418,39 @@ def check_page(
             if "<path" not in target.read_text("utf-8"):
                 problems.append(f"chart has nothing drawn: {src}")
     return scan, problems
+
+
+def figure_problems(page: Path, images: list[dict]) -> list[str]:
+    """Figures whose smallest text the reader sees under SMALLEST_TEXT_PX pixels at 1280
+    px, matplotlib figures built without their text measured, and images whose alt text
+    is empty or a file name."""
+    problems = []
+    for image in images:
+        src = image["src"] or ""
+        alt = image["alt"].strip()
+        if not alt or re.search(r"\.(png|svg|jpe?g|gif)$", alt, re.IGNORECASE):
+            problems.append(f"a figure without alt text that says what it shows: {src}")
+        url = urlparse(src)
+        target = (page.parent / unquote(url.path)).resolve()
+        if url.scheme or target.suffix.lower() != ".png" or not target.is_file():
+            continue
+        chunks = figure_text.png_text(target)
+        if figure_text.KEY not in chunks:
+            if chunks.get("Software", "").startswith("Matplotlib"):
+                problems.append(
+                    f"a matplotlib figure without its text size: {src} (build the "
+                    "book with make book, after rm -rf _build/.jupyter_cache)"
+                )
+            continue
+        if not image["natural"] or not image["shown"]:
+            continue
+        shown = float(chunks[figure_text.KEY]) * image["shown"] / image["natural"]
+        if shown < SMALLEST_TEXT_PX:
+            problems.append(
+                f"figure text under {SMALLEST_TEXT_PX} px at 1280 px: {shown:.1f} px "
+                f"({image['natural']} px wide, shown at {image['shown']:.0f}): {src}"
+            )
+    return problems
 
 
 def check_chapter(
@@ -433,7 +477,26 @@ PLANTED = {
     "a table of 24 numbers in a row": "a table wider than its column",
     "a glue( call, highlighted": "calls glue(",
     "a Markdown table printed by a cell": "a Markdown table shown as text",
+    "a figure with 7 px labels": "figure text under 10 px",
+    "an image whose alt text is its file name": "without alt text",
 }
+PLANTED_FIGURE = ".selftest-figure.png"
+
+
+def planted_figure(folder: Path) -> None:
+    """A figure 600 px wide whose labels are 7 px high, saved as PLANTED_FIGURE."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure_text.install()
+    fig, ax = plt.subplots(figsize=(6, 2), dpi=100)
+    ax.plot([0, 1], [0, 1])
+    ax.set_xlabel("seven-pixel label", fontsize=7 * 72 / 100)
+    ax.tick_params(labelsize=7 * 72 / 100)
+    fig.savefig(folder / PLANTED_FIGURE)
+    plt.close(fig)
 
 
 def plant(text: str) -> str | None:
@@ -454,6 +517,8 @@ def plant(text: str) -> str | None:
         f"<table><tr>{cells}</tr></table>"
         f'<div class="highlight"><pre>{glue}</pre></div>'
         f'<div class="cell_output docutils container"><pre>{printed}</pre></div>'
+        f'<img src="{PLANTED_FIGURE}" alt="A rising line, labelled in small type.">'
+        '<img src="../_static/nothing.png" alt="nothing.png">'
     )
     return text[:heading] + planted + text[heading:]
 
@@ -465,7 +530,11 @@ def self_test(chromium: str, html: Path, chapter: str) -> bool:
     if planted is None:
         print(f"FAIL self-test: {chapter} has no code block or no heading")
         return False
-    _, problems = check_chapter(chromium, page, text=planted)
+    planted_figure(page.parent)
+    try:
+        _, problems = check_chapter(chromium, page, text=planted)
+    finally:
+        (page.parent / PLANTED_FIGURE).unlink()
     ok = True
     for case, report in PLANTED.items():
         caught = any(report in p for p in problems)
