@@ -45,10 +45,7 @@ class Batch:
         )
 
     def to(self, device) -> "Batch":
-        # To a GPU, each tensor is first copied into page-locked (pinned) host memory:
-        # from there the copy is queued behind the device's work and the CPU goes on
-        # (non_blocking), where a copy from ordinary memory may first wait for that work
-        # to finish.
+        # to a GPU through pinned memory, so that the CPU need not wait for the copy
         gpu = torch.device(device).type == "cuda"
         return Batch(
             *(
