@@ -26,13 +26,18 @@ scripts are given time to run, and the resulting DOM is inspected:
   prose are to have their input removed);
 - every figure a cell draws must have a caption: the paragraph right after the cell
   starts in italics (a figure inside a collapsed solution is captioned by the prose of
-  its dropdown).
+  its dropdown);
+- no figure's text may show under 10 px at 1280 px: each PNG of the build records its
+  smallest text in its own pixels (tools/figure_text.py), scaled here by the width the
+  page gives the image, every fold opened; and every image needs alt text that is not
+  a file name.
 
 A script added to a copy of each page makes the explorers' changes and the measurements
 and records what it saw in the page. ``--self-test`` first renders a copy of a built
-page with a planted case of four checks (a 130-column code line, a table too wide for
-its column, a highlighted ``glue(`` call, a Markdown table printed by a cell), and fails
-unless the check reports each.
+page with a planted case of six checks (a 130-column code line, a table too wide for
+its column, a highlighted ``glue(`` call, a Markdown table printed by a cell, a figure
+with 7 px labels, an image whose alt text is its file name), and fails unless the
+check reports each.
 """
 
 from __future__ import annotations
@@ -574,8 +579,8 @@ def main(argv: list[str] | None = None) -> int:
         "--self-test",
         action="store_true",
         help="first check that each planted case (a 130-column code line, a wide "
-        "table, a highlighted glue( call, a printed Markdown table) added to the "
-        "first chapter is reported",
+        "table, a highlighted glue( call, a printed Markdown table, a figure with 7 px "
+        "labels, alt text that is a file name) added to the first chapter is reported",
     )
     args = parser.parse_args(argv)
     if not args.chromium:
