@@ -129,6 +129,7 @@ measure = load_tool("prose_measure")
 def test_sentences_are_measured_in_words_outside_code(tmp_path):
     page = tmp_path / "99_planted.md"
     page.write_text(
+        "---\njupytext:\n  formats: ipynb,md:myst\n---\n\n"
         "# A title is no sentence\n\n"
         "One short sentence here. The value {glue:md}`x` and `code()` count once"
         " each, and [a link](01_background.md) counts its words.\n\n"

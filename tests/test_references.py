@@ -51,3 +51,18 @@ def test_a_list_of_chapters_links_each_one(tmp_path):
         "[Chapters 14](14_results.md)–[17](17_constituency_parsing.md) and "
         "[appendices A](20_appendix_speed.md) and [C](22_appendix_commands.md).\n"
     )
+
+
+def test_an_appendix_over_several_pages_is_named_by_its_main_page(tmp_path):
+    """Appendix A runs over several pages: "appendix A" is its main page, and a link
+    with those words may lead to any of its pages, but not another appendix's."""
+    assert references.pages()["A"].name == "20_appendix_speed.md"
+    page = tmp_path / "99_planted.md"
+    page.write_text(
+        "As [appendix A](20_appendix_speed_recipe.md) shows, and "
+        "[appendix B](20_appendix_speed_cpu.md) does not.\n"
+    )
+    assert references.problems(page) == [
+        f"{page}:1: '[appendix B](20_appendix_speed_cpu.md)' leads to "
+        "20_appendix_speed_cpu.md, not B"
+    ]

@@ -31,15 +31,25 @@ ANY_FENCE = re.compile(r"^(`{3,}|~{3,}|:{3,})")
 
 def pages() -> dict[str, Path]:
     """Chapter numbers ("0" ... "18") and appendix letters ("A" ...) and their
-    pages."""
+    pages. A chapter or appendix whose text runs over several pages
+    (``20_appendix_speed.md``, ``20_appendix_speed_cpu.md``, ...) is its main page,
+    the one whose name the others extend."""
     found = {}
     for path in sorted(BOOK.glob("[0-9][0-9]_*.md")):
         if path.stem.endswith("_solutions"):
             continue
         number = int(path.name[:2])
         key = str(number) if number < 20 else chr(ord("A") + number - 20)
-        found[key] = path
+        if key not in found or len(path.stem) < len(found[key].stem):
+            found[key] = path
     return found
+
+
+def belongs_to(page: str, main: Path) -> bool:
+    """Whether the page file named ``page`` is ``main`` or one of its further pages
+    (its solutions, an appendix's sections): a link to it may name ``main``'s
+    number or letter."""
+    return page == main.name or page.startswith(f"{main.stem}_")
 
 
 def prose_lines(text: str):
@@ -109,7 +119,7 @@ def problems(source: Path) -> list[str]:
             page = Path(target.split("#")[0]).name
             if key not in known:
                 found.append(f"{where}: {m.group(0)!r} names no page of the book")
-            elif page not in (known[key].name, f"{known[key].stem}_solutions.md"):
+            elif not belongs_to(page, known[key]):
                 found.append(f"{where}: {m.group(0)!r} leads to {page}, not {key}")
     return found
 

@@ -137,6 +137,7 @@ PIPE_RULE = re.compile(r"\|\s*:?(?:-{3,}|[—–]-?)\s*:?\s*\|")
 # a line that looks like a Markdown table's row: | a | b |
 PIPE_ROW = re.compile(r"^ *\|[^|\n]*\|[^\n]*\| *$", re.MULTILINE)
 HIDDEN_OUTPUT = {"remove-output", "remove-cell", "skip-execution"}
+PLAIN_REFERENCE = re.compile(r"\b(?:[Cc]hapters? \d{1,2}|[Aa]ppendix [A-G])\b")
 
 
 def toc_chapters(root: Path = ROOT) -> list[str]:
@@ -198,6 +199,11 @@ class PageScan(HTMLParser):
         self.pipe_text: list[str] = []  # visible text that looks like a Markdown table
         self.page_test: dict | None = None  # what PAGE_TEST measured in the page
         self.glue_code: list[str] = []  # shown code that calls glue(
+        # "chapter 9" or "appendix B" in the article's text but in no link: the prose's
+        # are found in the sources (book_references.py), these in what cells display
+        self.plain_references: list[str] = []
+        self._article_depth = 0
+        self._link_depth = 0
         self._pre_depth = 0
         self._pre_text: list[str] = []  # the text of the open code block, all spans
         self._pre_in_output = False  # whether that block is what a cell printed
@@ -222,6 +228,10 @@ class PageScan(HTMLParser):
             self.page_test = json.loads(attrs["data-pagetest"])
         if tag == "mjx-container":
             self.formulas += 1
+        if tag == "article":
+            self._article_depth += 1
+        if tag == "a":
+            self._link_depth += 1
         if tag == "script" and re.match(r"https?:", attrs.get("src") or ""):
             self.remote_scripts.append(attrs["src"])
         if tag == "div" and (attrs.get("id") or "").startswith(("altair-viz", "vega")):
@@ -258,6 +268,10 @@ class PageScan(HTMLParser):
     def handle_endtag(self, tag):
         if tag in self.SKIP and self._skip_depth:
             self._skip_depth -= 1
+        if tag == "article" and self._article_depth:
+            self._article_depth -= 1
+        if tag == "a" and self._link_depth:
+            self._link_depth -= 1
         if tag == "pre" and self._pre_depth:
             self._pre_depth -= 1
             if not self._pre_depth:
@@ -287,6 +301,9 @@ class PageScan(HTMLParser):
             self.raw_tex.append(data.strip()[:80])
         if not self._skip_depth and PIPE_RULE.search(data):
             self.pipe_text.append(" ".join(data.split())[:80])
+        if self._article_depth and not (self._skip_depth or self._link_depth):
+            for reference in PLAIN_REFERENCE.finditer(data):
+                self.plain_references.append(reference.group(0))
 
 
 BROWSERS = (
@@ -389,6 +406,10 @@ def check_page(
     ]
     problems += explorer_problems(scan.explorers)
     problems += [f"code that calls glue( is shown: {g!r}" for g in scan.glue_code[:5]]
+    problems += [
+        f"a reference that is not a link, in what a cell displays: {r!r}"
+        for r in scan.plain_references[:5]
+    ]
     if scan.page_test is None:
         problems.append("the page's measuring script did not run")
     else:

@@ -37,11 +37,9 @@ PAGE_MEAN = (13, 25)
 
 def sentence_lengths(page: Path) -> list[int]:
     """The number of words of each sentence of the page's prose."""
-    lines = [
-        line
-        for _, line in prose_lines(page.read_text(encoding="utf-8"))
-        if not line.lstrip().startswith("|")
-    ]
+    text = page.read_text(encoding="utf-8")
+    text = re.sub(r"\A---\n.*?\n---\n", "", text, flags=re.DOTALL)  # front matter
+    lines = [line for _, line in prose_lines(text) if not line.lstrip().startswith("|")]
     text = " ".join(lines)
     text = re.sub(r"\{glue:md\}`[^`]*`", "X", text)
     text = re.sub(r"\$\$.*?\$\$|\$[^$]*\$", "X", text)
