@@ -121,7 +121,7 @@ class UpdateCounts:
     flops: float  # the update's training compute (chapter 14)
 
     @classmethod
-    def of(cls, micro_batches: list, config: TransformerConfig) -> "UpdateCounts":
+    def of(cls, micro_batches: list, config: TransformerConfig) -> UpdateCounts:
         """Counted on the CPU, before the batches go to the device; no loss yet."""
         return cls(
             loss=0.0,

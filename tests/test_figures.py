@@ -6,12 +6,11 @@ from pathlib import Path
 
 import matplotlib
 import pytest
+from conftest import load_tool
 from docutils import nodes
 from docutils.frontend import get_default_settings
 from docutils.parsers.rst import Parser
 from docutils.utils import new_document
-
-from conftest import load_tool
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
