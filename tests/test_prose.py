@@ -139,7 +139,15 @@ def test_sentences_are_measured_in_words_outside_code(tmp_path):
     assert measure.sentence_lengths(page) == [4, 14, 46]
 
 
-def test_the_main_chapters_read_in_short_sentences():
-    lengths = [n for c in measure.main_chapters() for n in measure.sentence_lengths(c)]
-    assert sum(lengths) / len(lengths) <= 22
-    assert sum(n > measure.LONG for n in lengths) / len(lengths) <= 0.09
+def test_every_kind_of_page_reads_in_sentences_of_16_to_22_words():
+    """Chapters, solutions and appendices each: a mean of 16-22 words a sentence, few
+    telegrams (8 words or fewer) and few long sentences (over 40); every page 13-25."""
+    for kind, pages in measure.kinds().items():
+        lengths = [n for page in pages for n in measure.sentence_lengths(page)]
+        assert measure.kind_faults(measure.summary(lengths)) == [], kind
+        means = {
+            page.name: round(measure.summary(measure.sentence_lengths(page))["mean"], 1)
+            for page in pages
+        }
+        low, high = measure.PAGE_MEAN
+        assert {n: m for n, m in means.items() if not low <= m <= high} == {}

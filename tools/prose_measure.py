@@ -115,7 +115,8 @@ def main(argv: list[str] | None = None) -> int:
             s = summary(lengths)
             print(line(page.name, s))
             if not PAGE_MEAN[0] <= s["mean"] <= PAGE_MEAN[1]:
-                faults.append(f"{page.name}: mean {s['mean']:.1f} outside 13-25")
+                low, high = PAGE_MEAN
+                faults.append(f"{page.name}: mean {s['mean']:.1f} outside {low}-{high}")
         s = summary(every)
         print(line(f"= {kind}", s))
         print()
