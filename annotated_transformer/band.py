@@ -17,6 +17,8 @@ from annotated_transformer.files import write_atomically
 from annotated_transformer.recipes import recipe
 
 SEED_RUNS = ("multi30k-en-de", "multi30k-en-de-seed1", "multi30k-en-de-seed2")
+# the same command and seed as the first, trained again with other thread counts
+RERUNS = ("multi30k-en-de-rerun",)
 
 
 def finished_run(folder: Path) -> dict:
@@ -58,9 +60,10 @@ def seed_band(folders: list[Path]) -> dict:
     }
 
 
-def stored_seed_runs(measured: Path) -> list[Path]:
-    """The finished runs of ``SEED_RUNS`` stored under ``measured``."""
-    runs = [measured / name for name in SEED_RUNS]
+def stored_seed_runs(measured: Path, reruns: bool = False) -> list[Path]:
+    """The finished runs of ``SEED_RUNS`` stored under ``measured``, and with
+    ``reruns`` those of ``RERUNS`` too: the band that `train` prints spans both."""
+    runs = [measured / name for name in SEED_RUNS + (RERUNS if reruns else ())]
     return [run for run in runs if (run / "results.json").is_file()]
 
 
@@ -81,7 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(args: argparse.Namespace) -> int:
     band = seed_band(args.runs)
     write_atomically(args.output, json.dumps(band, indent=1) + "\n")
-    print(f"wrote {args.output}: {len(band['seeds'])} seeds")
+    print(f"wrote {args.output}: {len(band['seeds'])} runs")
     return 0
 
 

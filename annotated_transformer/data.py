@@ -247,8 +247,8 @@ def collate(
     pairs: Sequence[tuple[list[int], list[int]]], indices: Sequence[int], shape=None
 ) -> Batch:
     """A Batch: sources end with <eos>; targets are <bos> y <eos>; both padded with PAD.
-    With ``shape`` (rows, source length, target length: the fixed shapes of the
-    performance chapter), placeholder rows (source <eos>, target only padding) and
+    With ``shape`` (rows, source length, target length: the fixed shapes of
+    appendix A), placeholder rows (source <eos>, target only padding) and
     padding fill the batch up to it. A corpus that gathers its own batches (the token
     cache of appendix A) is asked to, with the same arguments."""
     if hasattr(pairs, "batch"):

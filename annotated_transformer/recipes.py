@@ -31,7 +31,7 @@ def stored_band() -> dict | None:
 
 def band_note(config: dict, step: int, band: dict | None) -> str | None:
     """A line for a run of the band's recipe that validated at ``step``: the range of
-    the stored seeds' validation loss there. None for another recipe or update."""
+    the stored runs' validation loss there. None for another recipe or update."""
     if band is None or recipe(config) != band["recipe"]:
         return None
     losses = band["valid_nll"].get(str(step))
@@ -40,6 +40,6 @@ def band_note(config: dict, step: int, band: dict | None) -> str | None:
     if len(losses) == 1:
         return f"  the default recipe's stored run at update {step}: {losses[0]:.3f}"
     return (
-        f"  the default recipe's {len(losses)} stored seeds at update {step}: "
-        f"validation loss {min(losses):.3f} to {max(losses):.3f}"
+        f"  the default recipe's {len(losses)} stored runs (seeds and reruns) at "
+        f"update {step}: validation loss {min(losses):.3f} to {max(losses):.3f}"
     )

@@ -112,7 +112,7 @@ def build_parser(preset: str = DEFAULT_PRESET) -> argparse.ArgumentParser:
         "--task",
         choices=["translate", "copy"],
         default="translate",
-        help="translate (default) or the copy task of the first-example chapter",
+        help="translate (default) or the copy task of chapter 9",
     )
     parser.add_argument(
         "--preset",

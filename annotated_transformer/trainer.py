@@ -174,6 +174,7 @@ class Session:
         }
 
 
+# --- from book/21_appendix_runs.md ---
 def make_update(
     model,
     config: TransformerConfig,
@@ -198,7 +199,6 @@ def make_update(
     return speed.faster(plain, fast)  # compiled, bf16: the same arithmetic, faster
 
 
-# --- from book/21_appendix_runs.md ---
 def announce(s: Session, at: Position) -> None:
     """What is about to train: the model's size, the batch, and the compute left."""
     run = s.folder.run

@@ -17,8 +17,9 @@ def stored_config(name: str) -> dict:
     return json.loads((MEASURED / name / "config.json").read_text())
 
 
-def test_the_package_band_is_the_stored_seed_runs():
-    runs = band.stored_seed_runs(MEASURED)
+def test_the_package_band_is_the_stored_seed_runs_and_reruns():
+    runs = band.stored_seed_runs(MEASURED, reruns=True)
+    assert [run.name for run in runs] == [*band.SEED_RUNS, *band.RERUNS]
     assert recipes.stored_band() == json.loads(json.dumps(band.seed_band(runs)))
     assert recipes.stored_band()["seeds"] == [
         json.loads((run / "config.json").read_text())["run"]["seed"] for run in runs
@@ -68,7 +69,8 @@ def test_train_prints_the_band_of_its_recipe(
     assert train.main(argv) == 0
     out = capsys.readouterr()
     assert (
-        "stored seeds at update 2: validation loss 1.500 to 2.500" in out.out + out.err
+        "stored runs (seeds and reruns) at update 2: validation loss 1.500 to 2.500"
+        in out.out + out.err
     )
 
 
