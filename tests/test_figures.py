@@ -85,3 +85,16 @@ def test_a_figure_without_a_caption_keeps_its_alt_text():
     image = cell_with_image(document)
     figure_alt.set_alt_texts(None, document)
     assert image["alt"] == "_images/x.png"
+
+
+def test_a_solutions_figures_take_their_dropdowns_captions_in_order():
+    document = doctree(
+        "Some prose.\n\n*First figure: the loss falls. More.*\n\n"
+        "*Second figure: the weight grows.*\n"
+    )
+    dropdown = nodes.container("", *document.children)
+    document.children = [dropdown]
+    first, second = cell_with_image(document), cell_with_image(document)
+    document.children = [dropdown, *reversed(document.children[:2])]
+    figure_alt.set_alt_texts(None, document)
+    assert (first["alt"], second["alt"]) == ("the loss falls.", "the weight grows.")

@@ -106,6 +106,7 @@ def test_a_highlighted_glue_call_and_a_printed_pipe_table_are_problems():
 def test_a_reference_that_is_not_a_link_is_a_problem_in_the_article_only():
     page = MEASURED_FINE + (
         '<nav><a href="x">Chapter 9</a> chapter 3 in the sidebar</nav><article>'
+        "<h1>Appendix B: its title</h1>"
         '<p><a href="09_copy_task.html">chapter 9</a></p>'
         "<table><tr><td>counted from the model (chapter 7)</td></tr></table>"
         "<pre>chapter 4 in code</pre></article></body>"

@@ -230,7 +230,7 @@ class PageScan(HTMLParser):
             self.formulas += 1
         if tag == "article":
             self._article_depth += 1
-        if tag == "a":
+        if tag == "a" or re.fullmatch(r"h[1-6]", tag):  # a link or a title
             self._link_depth += 1
         if tag == "script" and re.match(r"https?:", attrs.get("src") or ""):
             self.remote_scripts.append(attrs["src"])
@@ -270,7 +270,7 @@ class PageScan(HTMLParser):
             self._skip_depth -= 1
         if tag == "article" and self._article_depth:
             self._article_depth -= 1
-        if tag == "a" and self._link_depth:
+        if (tag == "a" or re.fullmatch(r"h[1-6]", tag)) and self._link_depth:
             self._link_depth -= 1
         if tag == "pre" and self._pre_depth:
             self._pre_depth -= 1

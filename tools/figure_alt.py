@@ -28,15 +28,32 @@ def is_caption(node: nodes.Node) -> bool:
     )
 
 
+def caption_paragraphs(node: nodes.Node) -> list[str]:
+    """The texts of the captions (paragraphs that start in italics) inside ``node``."""
+    return [p.astext() for p in node.findall(nodes.paragraph) if is_caption(p)]
+
+
+def draws_figure(node: nodes.Node) -> bool:
+    return "cell" in node.get("classes", []) and any(node.findall(nodes.image))
+
+
 def dropdown_caption(cell: nodes.Element) -> str | None:
-    """The text of the "*Figure: ...*" paragraph of the dropdown before ``cell``."""
-    parent = cell.parent
-    for sibling in reversed(parent.children[: parent.index(cell)]):
-        for paragraph in sibling.findall(nodes.paragraph):
-            if is_caption(paragraph) and paragraph.astext().startswith("Figure:"):
-                return paragraph.astext().removeprefix("Figure:").strip()
-        if "dropdown" in str(sibling.get("design_component", "")):
-            return None
+    """A figure drawn by a solution's hidden cell: its caption is in the solution's
+    dropdown before it. The dropdown's captions are taken in order, one for each
+    figure-drawing cell after it: "*First figure: ...*", "*Second figure: ...*"."""
+    figures = 0
+    node = cell  # the cell, or the fold a hidden cell is wrapped in
+    while node.parent is not None and not isinstance(node, nodes.section):
+        parent = node.parent
+        for sibling in reversed(parent.children[: parent.index(node)]):
+            if isinstance(sibling, nodes.Element) and draws_figure(sibling):
+                figures += 1
+                continue
+            captions = caption_paragraphs(sibling)
+            if captions:
+                caption = captions[min(figures, len(captions) - 1)]
+                return re.sub(r"^(\w+ )?[Ff]igure: ", "", caption)
+        node = parent
     return None
 
 
