@@ -28,9 +28,23 @@ def is_caption(node: nodes.Node) -> bool:
     )
 
 
+FIGURE_WORDS = re.compile(r"^((The|First|Second|Third) )?[Ff]igure\b")
+
+
 def caption_paragraphs(node: nodes.Node) -> list[str]:
-    """The texts of the captions (paragraphs that start in italics) inside ``node``."""
-    return [p.astext() for p in node.findall(nodes.paragraph) if is_caption(p)]
+    """The captions inside ``node``, in order: paragraphs that start in italics, and
+    italic sentences within a paragraph that speak of "the figure"."""
+    captions = []
+    for paragraph in node.findall(nodes.paragraph):
+        if is_caption(paragraph):
+            captions.append(paragraph.astext())
+        else:
+            captions += [
+                e.astext()
+                for e in paragraph.findall(nodes.emphasis)
+                if FIGURE_WORDS.match(e.astext())
+            ]
+    return captions
 
 
 def draws_figure(node: nodes.Node) -> bool:
