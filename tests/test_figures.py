@@ -98,3 +98,9 @@ def test_a_solutions_figures_take_their_dropdowns_captions_in_order():
     document.children = [dropdown, *reversed(document.children[:2])]
     figure_alt.set_alt_texts(None, document)
     assert (first["alt"], second["alt"]) == ("the loss falls.", "the weight grows.")
+
+
+def test_alt_text_says_tex_in_words():
+    assert figure_alt.first_sentence(
+        "Post-norm stays at \\sqrt{d_{\\text{model}}} = 8 in every block. Then more."
+    ) == ("Post-norm stays at √d_model = 8 in every block.")

@@ -14,8 +14,19 @@ from docutils import nodes
 FIRST_SENTENCE = re.compile(r"^(.+?[.!?])(?=\s+[A-Z(]|\s*$)", re.DOTALL)
 
 
+def plain_math(text: str) -> str:
+    """TeX as a screen reader should say it: \\sqrt{x} as √x, \\text{a} as a, no
+    backslashes or braces."""
+    text = re.sub(r"\\text\{([^{}]*)\}", r"\1", text)
+    text = re.sub(r"([_^])\{([^{}]*)\}", r"\1\2", text)  # d_{model}: d_model
+    text = re.sub(r"\\sqrt\{([^{}]*)\}", r"√\1", text)
+    text = re.sub(r"\\(cdot|times)\b", "×", text)
+    text = re.sub(r"\\([A-Za-z]+)", r"\1", text)
+    return text.replace("{", "").replace("}", "")
+
+
 def first_sentence(text: str) -> str:
-    text = " ".join(text.split())
+    text = plain_math(" ".join(text.split()))
     match = FIRST_SENTENCE.match(text)
     return match.group(1) if match else text
 
