@@ -115,3 +115,17 @@ def test_a_reference_that_is_not_a_link_is_a_problem_in_the_article_only():
     assert problems == [
         "a reference that is not a link, in what a cell displays: 'chapter 7'"
     ]
+
+
+def test_a_link_left_to_a_source_file_is_a_problem():
+    page = MEASURED_FINE + (
+        '<a href="../_sources/book/x.md">the source, outside the article</a><article>'
+        '<p><a class="reference external" href="09_copy_task.md">chapter 9</a> and '
+        '<a class="reference internal" href="07_full_model.html">chapter 7</a></p>'
+        "</article></body>"
+    )
+    _, problems = check.check_page(Path("x.html"), page, page)
+    assert problems == [
+        "a link to a source file, not to its page (glued Markdown is not resolved): "
+        "09_copy_task.md"
+    ]

@@ -202,6 +202,7 @@ class PageScan(HTMLParser):
         # "chapter 9" or "appendix B" in the article's text but in no link: the prose's
         # are found in the sources (book_references.py), these in what cells display
         self.plain_references: list[str] = []
+        self.source_links: list[str] = []  # links to a page's source, not to the page
         self._article_depth = 0
         self._link_depth = 0
         self._pre_depth = 0
@@ -232,6 +233,9 @@ class PageScan(HTMLParser):
             self._article_depth += 1
         if tag == "a" or re.fullmatch(r"h[1-6]", tag):  # a link or a title
             self._link_depth += 1
+        href = attrs.get("href") or ""
+        if tag == "a" and self._article_depth and re.search(r"\.(md|ipynb)(#|$)", href):
+            self.source_links.append(href)  # left unresolved: glued Markdown's links
         if tag == "script" and re.match(r"https?:", attrs.get("src") or ""):
             self.remote_scripts.append(attrs["src"])
         if tag == "div" and (attrs.get("id") or "").startswith(("altair-viz", "vega")):
@@ -409,6 +413,11 @@ def check_page(
     problems += [
         f"a reference that is not a link, in what a cell displays: {r!r}"
         for r in scan.plain_references[:5]
+    ]
+    problems += [
+        f"a link to a source file, not to its page (glued Markdown is not resolved): "
+        f"{href}"
+        for href in scan.source_links[:5]
     ]
     if scan.page_test is None:
         problems.append("the page's measuring script did not run")
