@@ -141,7 +141,11 @@ def time_paths(args, config, batches, device: str, warmup: int, cpu_peak) -> lis
     paths = [
         TrainingPath(name, args.bf16, profile=args.profile if name == "fast" else 0)
         for name in args.paths
-    ] + ([TrainingPath("fast", args.bf16, compile=True)] if args.compile else [])
+    ] + (
+        [TrainingPath("fast", args.bf16, compile=True, profile=args.profile)]
+        if args.compile
+        else []
+    )
     results = []
     for path in tqdm(paths, desc="implementations", disable=not args.progress):
         r = time_training(path, config, batches, device, warmup)
@@ -191,6 +195,18 @@ def print_training(report: dict) -> None:
                 f"  {row['op'][:60]:<60} {row['ms_per_step']:>9.1f} ms/step "
                 f"{row['share']:>6.1%}"
             )
+        if "profile_kinds" in r:
+            name = r["path"] + ("+compile" if r["compiled"] else "")
+            print(f"  {name}: {kinds_line(r)}")
+
+
+def kinds_line(result: dict) -> str:
+    """A result's profiled milliseconds per update by kind of work, as one line."""
+    kinds = result["profile_kinds"]
+    parts = [f"{kind} {ms:.1f}" for kind, ms in kinds["ms_per_step"].items()]
+    if kinds["idle_ms_per_step"] is not None:
+        parts.append(f"idle {kinds['idle_ms_per_step']:.1f}")
+    return "ms per update: " + ", ".join(parts)
 
 
 def _train_options(modes) -> argparse.ArgumentParser:
@@ -280,7 +296,8 @@ def add_batch_options(train) -> None:
         type=int,
         default=0,
         metavar="N",
-        help="profile N more updates of the fast path and print its top operators",
+        help="profile N more updates of the fast path (eager, and compiled with "
+        "--compile) and print its top operators and its time by kind of work",
     )
 
 
@@ -773,19 +790,22 @@ class DecodeWorkers:
 
 def decoding_model(args, work: Path) -> tuple[Path, object, str]:
     """The model file the workers load, its vocabulary, and a description: a run's
-    (averaged as the run was scored), a given file, or with --random-weights the
-    multi30k architecture untrained."""
+    (averaged as the run was scored), a given file, or with --random-weights a preset's
+    architecture untrained. The base and big presets keep their 37,000 outputs, with
+    the training benchmark's vocabulary of the WMT14 sample (8,000 pieces)."""
     from annotated_transformer.checkpoints import load_run_model, write_model_file
 
     if args.random_weights:
-        model_config = RUN_PRESETS["multi30k"][0]
-        pairs = corpora.load_pairs("multi30k", "train", "en", "de", args.data_dir)
-        sp = data.train_shared_vocab(pairs, model_config.vocab_size, VOCABULARIES)
+        model_config, run = RUN_PRESETS[args.random_weights]
+        split = "sample" if run.corpus == "wmt14" else run.train_split
+        pairs = corpora.load_pairs(run.corpus, split, "en", "de", args.data_dir)
+        pieces = min(model_config.vocab_size, 8000)
+        sp = data.train_shared_vocab(pairs, pieces, VOCABULARIES)
         torch.manual_seed(0)
         model, settings, what = (
             make_model(model_config),
             {"model": model_config.to_dict()},
-            "random weights",
+            f"random weights ({args.random_weights})",
         )
     else:
         model, sp, settings, paths = load_run_model(
@@ -916,7 +936,10 @@ def decoding_result(
     seconds = [p["seconds"] for p in done]
     best, first = min(seconds), done[0]
     tokens = sum(len(t) + 1 for t in first["outputs"])  # with each sentence's </s>
-    hypotheses = [sp.decode(t) for t in first["outputs"]]
+    # an untrained base model may pick any of its 37,000 outputs, the vocabulary
+    # holds fewer pieces: those beyond it are left out of the text
+    pieces = sp.get_piece_size()
+    hypotheses = [sp.decode([i for i in t if i < pieces]) for t in first["outputs"]]
     steps = {
         batch: min(p["step_ms"][batch] for p in done if p["step_ms"])
         for batch in first["step_ms"]
@@ -1028,9 +1051,12 @@ def _decode_options(modes) -> argparse.ArgumentParser:
     add_weights_options(source)
     source.add_argument(
         "--random-weights",
-        action="store_true",
-        help="the multi30k architecture untrained (every output runs to its length "
-        "limit)",
+        nargs="?",
+        const="multi30k",
+        choices=sorted(RUN_PRESETS),
+        metavar="PRESET",
+        help="a preset's architecture untrained, multi30k if none is named (every "
+        "output runs to its length limit)",
     )
     decode.add_argument(
         "--test-set",

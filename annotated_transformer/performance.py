@@ -178,13 +178,14 @@ def time_training(
     }
     if path.profile:
         profiled = on_device[warmup : warmup + path.profile]
-        result["profile"] = profile_steps(step, profiled, on_gpu)
+        prof = run_profiled(step, profiled, on_gpu)
+        result["profile"] = top_operators(prof, len(profiled), on_gpu)
+        result["profile_kinds"] = time_by_kind(prof, len(profiled), on_gpu)
     return result
 
 
-def profile_steps(step, batches: list, on_gpu: bool, top: int = 15) -> list[dict]:
-    """Run ``step`` on each batch under PyTorch's profiler: its ``top`` operators by own
-    time per step, with their calls per step, and last the sum over every operator."""
+def run_profiled(step, batches: list, on_gpu: bool):
+    """Run ``step`` on each batch under PyTorch's profiler and return the profile."""
     from torch.profiler import ProfilerActivity
     from torch.profiler import profile as profiler
 
@@ -194,26 +195,90 @@ def profile_steps(step, batches: list, on_gpu: bool, top: int = 15) -> list[dict
             step(batch)
         if on_gpu:
             torch.cuda.synchronize()
+    return prof
+
+
+def top_operators(prof, steps: int, on_gpu: bool, top: int = 15) -> list[dict]:
+    """The ``top`` operators of a profile of ``steps`` steps by own time per step, with
+    their calls per step, and last the sum over every operator."""
     key = "self_device_time_total" if on_gpu else "self_cpu_time_total"
     events = sorted(prof.key_averages(), key=lambda e: -getattr(e, key))
     total = sum(getattr(e, key) for e in events)
     rows = [
         {
             "op": e.key,
-            "ms_per_step": getattr(e, key) / 1000 / len(batches),
+            "ms_per_step": getattr(e, key) / 1000 / steps,
             "share": getattr(e, key) / total,
-            "calls": e.count / len(batches),
+            "calls": e.count / steps,
         }
         for e in events[:top]
     ]
     return rows + [
         {
             "op": "every operator",
-            "ms_per_step": total / 1000 / len(batches),
+            "ms_per_step": total / 1000 / steps,
             "share": 1.0,
-            "calls": sum(e.count for e in events) / len(batches),
+            "calls": sum(e.count for e in events) / steps,
         }
     ]
+
+
+def profile_steps(step, batches: list, on_gpu: bool, top: int = 15) -> list[dict]:
+    """``top_operators`` of ``step`` run on each batch under the profiler."""
+    return top_operators(run_profiled(step, batches, on_gpu), len(batches), on_gpu, top)
+
+
+# the kinds of work, told apart by the names of their kernels (GPU) or operators (CPU);
+# the first kind whose word a name holds wins, the rest is elementwise and other work
+KINDS = {
+    "attention": ("attention", "sdpa", "flash", "fmha"),
+    "matmul": (
+        "gemm",
+        "nvjet",
+        "xmma",
+        "cutlass",
+        "aten::mm",
+        "aten::addmm",
+        "aten::bmm",
+    ),
+    "loss": ("log_softmax", "logsoftmax", "nll"),
+    "optimizer": ("adam", "multi_tensor", "foreach"),
+}
+
+
+def kind_of(name: str) -> str:
+    name = name.lower()
+    return next(
+        (kind for kind, words in KINDS.items() if any(w in name for w in words)),
+        "elementwise and other",
+    )
+
+
+def time_by_kind(prof, steps: int, on_gpu: bool) -> dict:
+    """Milliseconds per step of each kind of work in a profile of ``steps`` steps. On a
+    GPU these are the kernels' own times, and ``idle`` is the time between the first
+    kernel's start and the last one's end when no kernel ran (the GPU waiting on the
+    host); on a CPU, the operators' own times, and no idle time."""
+    from torch.autograd import DeviceType
+
+    ms = dict.fromkeys([*KINDS, "elementwise and other"], 0.0)
+    if not on_gpu:
+        for e in prof.key_averages():
+            ms[kind_of(e.key)] += e.self_cpu_time_total / 1000 / steps
+        return {"ms_per_step": ms, "idle_ms_per_step": None}
+    kernels = sorted(
+        (e.time_range.start, e.time_range.end, e.name)
+        for e in prof.events()
+        if e.device_type == DeviceType.CUDA
+    )
+    first = kernels[0][0] if kernels else 0.0
+    busy, reached = 0.0, first  # the union of the kernels' intervals, in order
+    for start, end, name in kernels:
+        ms[kind_of(name)] += (end - start) / 1000 / steps
+        busy += max(0.0, end - max(start, reached))
+        reached = max(reached, end)
+    span = reached - first
+    return {"ms_per_step": ms, "idle_ms_per_step": (span - busy) / 1000 / steps}
 
 
 def describe(device: str) -> dict:

@@ -1,56 +1,83 @@
 #!/usr/bin/env bash
-# The standing GPU measurements, on one GPU, each written as a file into OUT:
+# Every standing GPU measurement in one command, inside 9 minutes on one H100:
 #
-#   tools/gpu_measure.sh DATA OUT [ITEM...]
+#   tools/gpu_measure.sh [--tiny] DATA OUT
 #
-#   train-base  the base model at 25,000-token updates, bf16, eager and compiled (8 fixed
-#               shapes): tokens/s, MFU, peak memory, padding and the top operators
-#               (OUT/train-base-gpu.json, OUT/train-base-gpu.txt)
-#   train-big   the same for the big model (OUT/train-big-gpu.json, .txt)
-#   default     the default command (make demo) from an empty run folder: its log, with
-#               the minutes it took (OUT/default-gpu.log, OUT/default-gpu-results.json)
+#   train-base  the base model at 25,000-token updates, bf16, fused attention, eager and
+#               compiled in 8 fixed shapes: target tokens/s, MFU, peak memory, padding, and
+#               the GPU time of three compiled updates by kind of work
+#   train-big   the same for the big model
+#   decode      beam-4 decoding of 1,000 newstest2014 sentences with the base shape's
+#               37,000 outputs, untrained (so every output runs to its length limit)
+#   default     the default command's first 500 of its 5,600 updates, from an empty folder
 #
-# With no ITEM, all three, in that order (together longer than one 10-minute call). DATA
-# holds wmt14/ and multi30k/ (as ../shared/data). Each item runs under `timeout`
-# (GPU_ITEM_SECONDS, default 280), so that one slow item leaves time for the next.
+# DATA holds wmt14/ and multi30k/ (as ../shared/data). OUT receives one JSON file per
+# item, summary.txt (one line per item, by tools/gpu_summary.py) and README.md (the
+# commands as they ran). Each item runs under `timeout` (180 s for a training item, 90 s
+# for the others, together 9 minutes), so that a slow item leaves time for the next.
+# --tiny adds options to every command that shrink it to a few CPU minutes (the multi30k
+# model for both training items, three sentences, two updates): the test in `make test`
+# runs the script that way.
 set -euo pipefail
-if [ $# -lt 2 ]; then
-  sed -n 2,16p "$0" | sed 's/^# \{0,1\}//'
+tiny=0
+if [ "${1:-}" = --tiny ]; then
+  tiny=1
+  shift
+fi
+if [ $# -ne 2 ]; then
+  sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
   exit 2
 fi
 data=$1 out=$2
-shift 2
-items=("$@")
-[ ${#items[@]} -gt 0 ] || items=(train-base train-big default)
 python=${PYTHON:-python3}
-seconds=${GPU_ITEM_SECONDS:-280}
+here=$(cd "$(dirname "$0")" && pwd)
+export PYTHONPATH="$here/..${PYTHONPATH:+:$PYTHONPATH}"
 mkdir -p "$out"
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader \
-  >"$out/gpu.txt" 2>&1 || true
+readme=$out/README.md
+{
+  echo "# GPU measurements"
+  echo
+  echo "Written by \`tools/gpu_measure.sh$([ $tiny = 1 ] && echo " --tiny") DATA OUT\` on"
+  echo "$(date -u +%Y-%m-%d) (UTC), at commit ${GPU_MEASURE_COMMIT:-$(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo unknown)}."
+  echo "GPU: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null || echo none)."
+  echo "\`summary.txt\` has one line per item. Each item's command, as it ran:"
+  echo
+} >"$readme"
 
-for item in "${items[@]}"; do
-  echo "== $item ($(date -u +%H:%M:%S))"
-  case $item in
-    train-base | train-big)
-      preset=${item#train-}
-      timeout "$seconds" "$python" -m annotated_transformer.benchmark train \
-        --preset "$preset" --paths fast --compile --buckets 8 --steps 30 --profile 3 \
-        --data-dir "$data" --no-progress -o "$out/$item-gpu.json" \
-        | tee "$out/$item-gpu.txt" || echo "$item: stopped (status $?)"
-      ;;
-    default)
-      started=$(date +%s)
-      timeout "$seconds" "$python" -m annotated_transformer.train --data-dir "$data" \
-        --out-dir "$out/default-run" --no-progress >"$out/default-gpu.log" 2>&1 \
-        || echo "default: stopped (status $?)"
-      echo "wall minutes: $((($(date +%s) - started) / 60))" >>"$out/default-gpu.log"
-      cp "$out/default-run/results.json" "$out/default-gpu-results.json" 2>/dev/null || true
-      rm -rf "$out/default-run"
-      tail -n 3 "$out/default-gpu.log"
-      ;;
-    *)
-      echo "unknown item $item: train-base, train-big or default" >&2
-      exit 2
-      ;;
-  esac
+# runs one item's command under its time limit, and records it in the README
+item() {
+  local name=$1 seconds=$2
+  shift 2
+  echo "== $name ($(date -u +%H:%M:%S))"
+  printf -- '- %s: `%s`\n' "$name" "$*" >>"$readme"
+  local started=$SECONDS
+  timeout "$seconds" "$@" || echo "$name: stopped (status $?)" | tee -a "$out/stopped.txt"
+  echo "$name: $((SECONDS - started)) s" >>"$out/seconds.txt"
+}
+
+small_train=() small_decode=() small_default=()
+if [ $tiny = 1 ]; then
+  small_train=(--preset multi30k --batch-tokens 400 --steps 1 --profile 1 --buckets 2 --no-compile --device cpu)
+  small_decode=(--limit 3 --device cpu)
+  small_default=(--max-steps 2 --valid-every 1 --save-every 1 --average 1 --beam 1 --max-extra 2 --device cpu)
+fi
+
+for preset in base big; do
+  item "train-$preset" 180 "$python" -m annotated_transformer.benchmark train --preset "$preset" \
+    --paths fast --compile --buckets 8 --steps 20 --profile 3 --data-dir "$data" --no-progress \
+    -o "$out/train-$preset.json" "${small_train[@]}"
 done
+
+item decode 90 "$python" -m annotated_transformer.benchmark decode --random-weights base \
+  --test-set newstest2014 --limit 1000 --engines ours --beam-size 4 --data-dir "$data" \
+  --no-progress -o "$out/decode.json" "${small_decode[@]}"
+
+rm -rf "$out/default-run"
+item default 90 "$python" -m annotated_transformer.train --data-dir "$data" --max-steps 500 \
+  --out-dir "$out/default-run" --no-progress "${small_default[@]}"
+for f in config.json metrics.jsonl results.json; do
+  cp "$out/default-run/$f" "$out/default-$f" 2>/dev/null || true
+done
+rm -rf "$out/default-run"
+
+"$python" "$here/gpu_summary.py" "$out" | tee "$out/summary.txt"
