@@ -1,48 +1,62 @@
 #!/usr/bin/env bash
-# Every standing GPU measurement in one command, inside 9 minutes on one H100:
+# Every standing GPU measurement in one command, on one H100:
 #
-#   tools/gpu_measure.sh [--tiny] DATA OUT
+#   tools/gpu_measure.sh [--tiny] DATA OUT [ITEM...]
 #
 #   train-base  the base model at 25,000-token updates, bf16, fused attention, eager and
 #               compiled in 8 fixed shapes: target tokens/s, MFU, peak memory, padding, and
-#               the GPU time of three compiled updates by kind of work
+#               the GPU time of three updates of each by kind of work
 #   train-big   the same for the big model
 #   decode      beam-4 decoding of 1,000 newstest2014 sentences with the base shape's
 #               37,000 outputs, untrained (so every output runs to its length limit)
 #   default     the default command's first 500 of its 5,600 updates, from an empty folder
 #
 # DATA holds wmt14/ and multi30k/ (as ../shared/data). OUT receives one JSON file per
-# item, summary.txt (one line per item, by tools/gpu_summary.py) and README.md (the
-# commands as they ran). Each item runs under `timeout` (180 s for a training item, 90 s
-# for the others, together 9 minutes), so that a slow item leaves time for the next.
-# --tiny adds options to every command that shrink it to a few CPU minutes (the multi30k
-# model for both training items, three sentences, two updates): the test in `make test`
-# runs the script that way.
+# item, summary.txt (one line per item found in OUT, by tools/gpu_summary.py) and
+# README.md (the commands as they ran, added to by each call). With no ITEM, all four.
+# Each item runs under `timeout` (270 s for a training item, whose compilation of 8
+# shapes takes about 3.5 minutes on an H100; 90 s for decode, 150 s for default), so
+# that a slow item leaves time for the next. Where one call may run 10 minutes, two
+# calls hold them: `... DATA OUT train-base decode default`, then `... DATA OUT
+# train-big`. --tiny adds options to every command that shrink it to a few CPU minutes
+# (the multi30k model for both training items, three sentences, two updates): the test
+# in `make test` runs the script that way.
 set -euo pipefail
 tiny=0
 if [ "${1:-}" = --tiny ]; then
   tiny=1
   shift
 fi
-if [ $# -ne 2 ]; then
+if [ $# -lt 2 ]; then
   sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
   exit 2
 fi
 data=$1 out=$2
+shift 2
+items=("$@")
+[ ${#items[@]} -gt 0 ] || items=(train-base train-big decode default)
+for name in "${items[@]}"; do
+  case $name in
+    train-base | train-big | decode | default) ;;
+    *)
+      echo "gpu_measure.sh: unknown item '$name' (train-base, train-big, decode or default)" >&2
+      exit 2
+      ;;
+  esac
+done
 python=${PYTHON:-python3}
 here=$(cd "$(dirname "$0")" && pwd)
 export PYTHONPATH="$here/..${PYTHONPATH:+:$PYTHONPATH}"
 mkdir -p "$out"
 readme=$out/README.md
+[ -e "$readme" ] || printf '# GPU measurements\n\n`summary.txt` has one line per item.\n' >"$readme"
 {
-  echo "# GPU measurements"
   echo
-  echo "Written by \`tools/gpu_measure.sh$([ $tiny = 1 ] && echo " --tiny") DATA OUT\` on"
-  echo "$(date -u +%Y-%m-%d) (UTC), at commit ${GPU_MEASURE_COMMIT:-$(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo unknown)}."
-  echo "GPU: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null || echo none)."
-  echo "\`summary.txt\` has one line per item. Each item's command, as it ran:"
+  echo "\`tools/gpu_measure.sh$([ $tiny = 1 ] && echo " --tiny") DATA OUT ${items[*]}\` on"
+  echo "$(date -u '+%Y-%m-%d %H:%M') (UTC), at commit ${GPU_MEASURE_COMMIT:-$(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo unknown)},"
+  echo "GPU: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null || echo none). Its commands:"
   echo
-} >"$readme"
+} >>"$readme"
 
 # runs one item's command under its time limit, and records it in the README
 item() {
@@ -62,22 +76,29 @@ if [ $tiny = 1 ]; then
   small_default=(--max-steps 2 --valid-every 1 --save-every 1 --average 1 --beam 1 --max-extra 2 --device cpu)
 fi
 
-for preset in base big; do
-  item "train-$preset" 180 "$python" -m annotated_transformer.benchmark train --preset "$preset" \
-    --paths fast --compile --buckets 8 --steps 20 --profile 3 --data-dir "$data" --no-progress \
-    -o "$out/train-$preset.json" "${small_train[@]}"
+for name in "${items[@]}"; do
+  case $name in
+    train-base | train-big)
+      item "$name" 270 "$python" -m annotated_transformer.benchmark train \
+        --preset "${name#train-}" --paths fast --compile --buckets 8 --steps 20 --profile 3 \
+        --data-dir "$data" --no-progress -o "$out/$name.json" "${small_train[@]}"
+      ;;
+    decode)
+      item decode 90 "$python" -m annotated_transformer.benchmark decode \
+        --random-weights base --test-set newstest2014 --limit 1000 --engines ours \
+        --beam-size 4 --data-dir "$data" --no-progress -o "$out/decode.json" \
+        "${small_decode[@]}"
+      ;;
+    default)
+      rm -rf "$out/default-run"
+      item default 150 "$python" -m annotated_transformer.train --data-dir "$data" \
+        --max-steps 500 --out-dir "$out/default-run" --no-progress "${small_default[@]}"
+      for f in config.json metrics.jsonl results.json; do
+        cp "$out/default-run/$f" "$out/default-$f" 2>/dev/null || true
+      done
+      rm -rf "$out/default-run"
+      ;;
+  esac
 done
-
-item decode 90 "$python" -m annotated_transformer.benchmark decode --random-weights base \
-  --test-set newstest2014 --limit 1000 --engines ours --beam-size 4 --data-dir "$data" \
-  --no-progress -o "$out/decode.json" "${small_decode[@]}"
-
-rm -rf "$out/default-run"
-item default 90 "$python" -m annotated_transformer.train --data-dir "$data" --max-steps 500 \
-  --out-dir "$out/default-run" --no-progress "${small_default[@]}"
-for f in config.json metrics.jsonl results.json; do
-  cp "$out/default-run/$f" "$out/default-$f" 2>/dev/null || true
-done
-rm -rf "$out/default-run"
 
 "$python" "$here/gpu_summary.py" "$out" | tee "$out/summary.txt"

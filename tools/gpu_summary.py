@@ -72,14 +72,20 @@ def default_line(out: Path) -> str:
     timed = [m for m in metrics if "minutes" in m]
     if not timed:
         return "default: no result"
-    last = timed[-1]
+    last, half = timed[-1], timed[len(timed) // 2]
     updates = RUN_PRESETS["multi30k"][1].max_steps
-    minutes = last["minutes"] * updates / last["step"]
+    by_count = last["minutes"] * updates / last["step"]
     line = (
         f"default: {last['step']} updates in {last['minutes']:.2f} min, so its "
-        f"{updates:,} updates take about {minutes:.1f} min (validation and checkpoints "
-        f"included)"
+        f"{updates:,} updates take about {by_count:.1f} min by update count"
     )
+    if last["step"] > half["step"]:  # the first updates may run slower than the rest
+        rate = (last["minutes"] - half["minutes"]) / (last["step"] - half["step"])
+        at_rate = last["minutes"] + (updates - last["step"]) * rate
+        line += (
+            f", {at_rate:.1f} min at the rate of updates {half['step']}-{last['step']}"
+        )
+    line += " (validation and checkpoints included)"
     results = read(out / "default-results.json")
     if results:
         line += f"; translating the test set took {results['translate_seconds']} s"
