@@ -73,10 +73,11 @@ def build_parser() -> argparse.ArgumentParser:
         description="Write the band of finished runs that differ only in their seed: "
         "each seed's validation loss at every update where all validated, and their "
         "test scores.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     parser.add_argument("runs", nargs="+", type=Path, help="finished run folders")
-    parser.add_argument("-o", "--output", type=Path, required=True, help="JSON file")
+    parser.add_argument(
+        "-o", "--output", type=Path, required=True, help="the JSON file to write"
+    )
     return parser
 
 

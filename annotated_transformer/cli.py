@@ -6,6 +6,7 @@ status, not a traceback; options that mean the same in every command, defined on
 
 import argparse
 import functools
+import importlib
 import os
 import re
 import signal
@@ -202,6 +203,36 @@ def add_run_option(parser, default: str = RUN_PRESETS["multi30k"][1].out_dir) ->
         metavar="DIR",
         help="run folder written by annotated_transformer.train (default: %(default)s)",
     )
+
+
+# the modules that are commands, in the order `annotated-transformer --help` lists them
+COMMANDS = (
+    "train",
+    "translate",
+    "evaluate",
+    "bundle",
+    "visualize",
+    "benchmark",
+    "variations",
+    "parsing",
+    "band",
+)
+
+
+def console(argv: list[str] | None = None) -> int:
+    """``annotated-transformer COMMAND [OPTIONS]``: ``python -m
+    annotated_transformer.COMMAND [OPTIONS]`` under one name."""
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv or argv[0] not in COMMANDS:
+        asked = bool(argv) and argv[0] in ("-h", "--help")
+        print(
+            "usage: annotated-transformer COMMAND [OPTIONS]\n"
+            f"commands: {', '.join(COMMANDS)}\n"
+            "annotated-transformer COMMAND --help lists a command's options",
+            file=sys.stdout if asked else sys.stderr,
+        )
+        return 0 if asked else 2
+    return importlib.import_module(f"annotated_transformer.{argv[0]}").main(argv[1:])
 
 
 def add_weights_options(group) -> None:

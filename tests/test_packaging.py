@@ -1,0 +1,53 @@
+"""What pip installs besides the modules: the console script, the type marker, and help
+texts without placeholders."""
+
+import importlib
+from pathlib import Path
+
+import pytest
+
+from annotated_transformer import cli
+
+ROOT = Path(__file__).resolve().parents[1]
+PYPROJECT = (ROOT / "pyproject.toml").read_text()
+
+
+def test_the_console_script_is_the_cli_console_function():
+    section = PYPROJECT.split("[project.scripts]\n", 1)[1].split("\n[", 1)[0]
+    assert 'annotated-transformer = "annotated_transformer.cli:console"' in section
+
+
+def test_every_command_of_the_console_script_is_a_module_with_main():
+    for name in cli.COMMANDS:
+        module = importlib.import_module(f"annotated_transformer.{name}")
+        assert callable(module.main), name
+
+
+def test_the_console_script_without_a_command_prints_its_usage(capsys):
+    assert cli.console([]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: annotated-transformer COMMAND")
+    assert "train, translate, evaluate" in err
+    assert cli.console(["--help"]) == 0
+    assert "usage: annotated-transformer" in capsys.readouterr().out
+    assert cli.console(["trian"]) == 2
+
+
+def test_the_console_script_runs_the_named_command(capsys, tmp_path):
+    # band refuses a folder that holds no finished run, as `python -m` would
+    status = cli.console(["band", str(tmp_path), "-o", str(tmp_path / "band.json")])
+    assert status == 2
+    assert capsys.readouterr().err.startswith("error: ")
+    assert not (tmp_path / "band.json").exists()
+
+
+@pytest.mark.parametrize("name", cli.COMMANDS)
+def test_no_help_text_shows_a_default_of_none(name, capsys):
+    with pytest.raises(SystemExit):
+        cli.console([name, "--help"])
+    assert "(default: None)" not in capsys.readouterr().out
+
+
+def test_the_package_says_it_is_typed():
+    assert (ROOT / "annotated_transformer" / "py.typed").is_file()
+    assert '"py.typed"]' in PYPROJECT.split("[tool.setuptools.package-data]")[1]
