@@ -7,6 +7,8 @@
 #   make copy     train the copy-task model (about a minute) and print its held-out accuracy
 #   make bench    time 50-token decoding with the key/value cache against full recomputation
 #                 (ARGS="train" or ARGS="decode": the other modes of the benchmark command)
+#   make lab      open the chapters in JupyterLab, each .md opening as a notebook on a double-click
+#                 (AT_DATA_DIR, when set, reaches the chapters; Ctrl-C in the terminal stops it)
 #   make test     everything CI runs: unit tests, every notebook (smoke scale), sync check, the benchmark
 #                 command in its smoke setting, book, offline check
 #   make export   regenerate annotated_transformer/*.py and the book/*.ipynb twins from the chapters,
@@ -25,6 +27,9 @@ endif
 BIN := $(VENV)/bin
 CORE := $(VENV)/.installed-core
 FULL := $(VENV)/.installed-full
+LAB := $(VENV)/.installed-lab
+LAB_OPTIONS := '--ContentsManager.hide_globs=["__pycache__","*.pyc",".ipynb_checkpoints","*.ipynb"]' \
+  --LabApp.news_url=None --LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate
 AT_SCALE ?= laptop
 # The chapters run inside book/: a data folder given relative to where make was called is passed
 # on as an absolute path.
@@ -32,7 +37,7 @@ ifneq ($(AT_DATA_DIR),)
 export AT_DATA_DIR := $(abspath $(AT_DATA_DIR))
 endif
 
-.PHONY: help demo copy bench bench-smoke test export check format book book-check clean
+.PHONY: help demo copy bench bench-smoke lab test export check format book book-check clean
 
 help:
 	@sed -n 's/^#   //p' $(MAKEFILE_LIST)
@@ -42,13 +47,31 @@ $(CORE): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) || { echo "python3 -m venv failed: on Debian or Ubuntu, apt-get install python3-venv"; exit 1; }
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -c "import torch" 2>/dev/null || [ "$$(uname -s)" != Linux ] || command -v nvidia-smi >/dev/null || \
-	  $(BIN)/python -m pip install -q --timeout 20 --retries 0 "torch>=2.4,<2.15" --index-url https://download.pytorch.org/whl/cpu || true
-	$(BIN)/python -m pip install -q -e .
+	  { echo "== installing PyTorch's CPU build (no NVIDIA driver found); pip prints each download's size"; \
+	    $(BIN)/python -m pip install --timeout 20 --retries 0 "torch>=2.4,<2.15" --index-url https://download.pytorch.org/whl/cpu || true; }
+	@echo "== installing the package and what the main job needs (PyTorch too, unless it is installed)"
+	$(BIN)/python -m pip install -e .
 	touch $(CORE)
 
 $(FULL): $(CORE)
-	$(BIN)/python -m pip install -q -e ".[book,dev]"
+	@echo "== installing the book and test tools: jupyter-book, jupytext, altair, pytest, nbmake, ruff, CTranslate2"
+	$(BIN)/python -m pip install -e ".[book,dev]"
 	touch $(FULL)
+
+# JupyterLab and jupyterlab-myst in the project's environment, with the chapters' .md files opening
+# as notebooks on a double-click: the setting lives in that environment's overrides.json, not in your
+# home folder.
+$(LAB): $(CORE) tools/jupyterlab-overrides.json
+	@echo "== installing JupyterLab, jupyterlab-myst and what the chapters import (the book extra)"
+	$(BIN)/python -m pip install -e ".[book,lab]"
+	mkdir -p $(VENV)/share/jupyter/lab/settings
+	cp tools/jupyterlab-overrides.json $(VENV)/share/jupyter/lab/settings/overrides.json
+	touch $(LAB)
+
+# The .ipynb twins are hidden from the file browser: each .md opens as the notebook, paired with
+# its twin.
+lab: $(LAB)
+	$(BIN)/jupyter lab --notebook-dir=book $(LAB_OPTIONS) $(ARGS)
 
 demo: $(CORE)
 	$(BIN)/python -m annotated_transformer.train $(ARGS)
@@ -82,7 +105,7 @@ export: $(FULL)
 check: $(FULL)
 	$(BIN)/python tools/literate.py check
 	$(BIN)/ruff check annotated_transformer tests tools conftest.py
-	$(BIN)/ruff format --check annotated_transformer tests tools book conftest.py
+	$(BIN)/ruff format --check annotated_transformer tests tools conftest.py
 
 # The chapters' code cells through jupytext (only code cells change), then the package from them.
 format: $(FULL)
@@ -104,6 +127,8 @@ book: $(FULL)
 	@# every kernel first runs the figure-text hook: each figure records its smallest text's size
 	@mkdir -p _build/ipython/profile_default/startup
 	@cp tools/figure_text_startup.py _build/ipython/profile_default/startup/
+	@# the kernels talk to the build over local TCP: no warning about it on every page
+	@echo 'c.IPKernelApp.log_level = "ERROR"' > _build/ipython/profile_default/ipython_kernel_config.py
 	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-$$($(BIN)/python -c "import torch; print(torch.get_num_threads())")} \
 	  IPYTHONDIR=$(CURDIR)/_build/ipython AT_SCALE=$(AT_SCALE) $(BIN)/jupyter-book build . -W --keep-going
 

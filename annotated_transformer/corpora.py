@@ -159,6 +159,10 @@ def _tidy_on_failure(folder: Path):
 
 
 def _download(url: str, target: Path) -> None:
+    """``url`` into ``target``, with a progress bar on standard error (Europarl's
+    archive is 190 MB)."""
+    from tqdm.auto import tqdm
+
     with _tidy_on_failure(target.parent):
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_suffix(target.suffix + ".part")
@@ -166,8 +170,16 @@ def _download(url: str, target: Path) -> None:
             with (
                 urllib.request.urlopen(url, timeout=30) as response,
                 open(tmp, "wb") as out,
+                tqdm(
+                    total=int(response.headers.get("Content-Length") or 0) or None,
+                    unit="B",
+                    unit_scale=True,
+                    desc=f"downloading {target.name}",
+                ) as bar,
             ):
-                out.write(response.read())
+                while chunk := response.read(1 << 20):
+                    out.write(chunk)
+                    bar.update(len(chunk))
             tmp.replace(target)
         finally:
             tmp.unlink(missing_ok=True)

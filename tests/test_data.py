@@ -421,3 +421,14 @@ def test_a_corrupt_gzip_file_is_a_one_line_error_that_names_it(tmp_path):
     path.write_bytes(good[:20] + bytes(b ^ 0x55 for b in good[20:60]) + good[60:])
     with pytest.raises(DataError, match=f"{path} cannot be read"):
         corpora.read_lines(path)
+
+
+def test_a_download_shows_its_progress_and_writes_the_whole_file(tmp_path, capsys):
+    source = tmp_path / "archive.gz"
+    source.write_bytes(bytes(range(256)) * 10_000)  # 2.56 MB, three chunks
+    target = tmp_path / "cache" / "europarl" / "archive.gz"
+    corpora._download(source.as_uri(), target)
+    assert target.read_bytes() == source.read_bytes()
+    assert not target.with_suffix(".gz.part").exists()
+    progress = capsys.readouterr().err
+    assert "downloading archive.gz" in progress and "2.56M" in progress

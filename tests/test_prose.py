@@ -20,8 +20,9 @@ def test_typed_numbers_are_found_and_computed_ones_are_not(tmp_path):
         + (
             "Beam search adds a BLEU point (34.09 to 35.26 on test2016). The cache is "
             "6.5 times faster.\nIt is a 7.6M-parameter model. Averaging adds "
-            "{glue:md}`gain` BLEU, the paper reports 27.3 BLEU.\nThe cache is "
-            "{glue:md}`speedup` times faster, and the model has {glue:md}`params` "
+            "{eval}`glued.gain` BLEU, the paper reports 27.3 BLEU.\nThe cache is "
+            "{eval}`glued.speedup` times faster, and the model has "
+            "{eval}`glued.params` "
             "parameters.\n\n```{code-cell} ipython3\nprint('BLEU 12.34, 9.9x "
             "faster')\n```\n"
         )
@@ -131,7 +132,7 @@ def test_sentences_are_measured_in_words_outside_code(tmp_path):
     page.write_text(
         "---\njupytext:\n  formats: ipynb,md:myst\n---\n\n"
         "# A title is no sentence\n\n"
-        "One short sentence here. The value {glue:md}`x` and `code()` count once"
+        "One short sentence here. The value {eval}`glued.x` and `code()` count once"
         " each, and [a link](01_background.md) counts its words.\n\n"
         "```{code-cell} ipython3\nprint('Code is no prose. Not at all.')\n```\n\n"
         "| a | table | row | is | skipped |\n\n" + "Word " * 44 + "ends here.\n"

@@ -2,8 +2,8 @@
 typed by hand.
 
 Such numbers must come from a cell: printed, shown in a table, or inserted into the text
-with ``{glue:md}`` / ``{glue:text}``. The paper's own reported numbers (Tables 2-4,
-FACTS) may be cited.
+with ``{eval}`glued.NAME``` (the preface's ``glue``). The paper's own reported numbers
+(Tables 2-4, FACTS) may be cited.
 
 python tools/check_prose_numbers.py            # every chapter; exit 1 and a list if any
 is found"""
@@ -69,7 +69,7 @@ PAPER_NUMBERS = {
     "93.3",
 }
 IGNORED = [
-    re.compile(r"`[^`]*`"),  # inline code and {glue:...}`name` roles
+    re.compile(r"`[^`]*`"),  # inline code and {eval}`glued.name` roles
     re.compile(r"\$[^$]*\$"),  # inline math
     re.compile(r"\]\([^)]*\)"),  # link targets
 ]

@@ -36,6 +36,20 @@ import nbformat
 
 # written by jupytext --sync
 JUPYTEXT_VERSION_LINE = re.compile(r"^\s+jupytext_version: .*\n", re.MULTILINE)
+# every chapter's header; Jupyter's save writes its own kernel name and key order
+HEADER = """---
+jupytext:
+  formats: ipynb,md:myst
+  text_representation:
+    extension: .md
+    format_name: myst
+    format_version: 0.13
+kernelspec:
+  display_name: Python 3
+  language: python
+  name: python3
+---
+"""
 EXPORT_MARKER = re.compile(r"^#\s*export:\s*([A-Za-z_][A-Za-z0-9_]*)\s*$")
 ANY_MARKER = re.compile(r"^\s*#\s*export\s*:", re.MULTILINE)
 HAND_WRITTEN = {"__init__.py"}
@@ -238,14 +252,21 @@ def render_twin(chapter: Path) -> str:
 
 
 def normalised_chapter(text: str) -> str:
-    """A chapter without the version line that jupytext adds to its header when Jupyter
-    saves it."""
+    """A chapter with the book's header: saving it from Jupyter adds a version line,
+    names the kernel its own way and may reorder the keys. Values that jupyterlab-myst
+    kept for the {eval} roles of a Markdown cell go too. The cells are untouched."""
+    if '"user_expressions"' in text:
+        nb = jupytext.reads(text, fmt="md:myst")
+        for cell in nb.cells:
+            cell.metadata.pop("user_expressions", None)
+        text = jupytext.writes(nb, fmt="md:myst")
     header_end = text.find("\n---", 3)
-    return (
-        JUPYTEXT_VERSION_LINE.sub("", text[:header_end]) + text[header_end:]
-        if text.startswith("---")
-        else text
-    )
+    if not text.startswith("---") or header_end < 0:
+        return text
+    header = text[: header_end + len("\n---\n")]
+    if "jupytext:" in header and "kernelspec:" in header and "python" in header:
+        return HEADER + text[len(header) :]
+    return JUPYTEXT_VERSION_LINE.sub("", text[:header_end]) + text[header_end:]
 
 
 def export(root: Path) -> list[Path]:
@@ -292,8 +313,8 @@ def check(root: Path) -> list[str]:
     for chapter in chapters(root):
         if normalised_chapter(text := chapter.read_text(encoding="utf-8")) != text:
             problems.append(
-                f"{chapter.relative_to(root)} has a jupytext_version line: run `make "
-                "export`"
+                f"{chapter.relative_to(root)} has a header that Jupyter wrote "
+                "(a version line, another kernel name): run `make export`"
             )
         twin = chapter.with_suffix(".ipynb")
         rel = twin.relative_to(root)
@@ -312,7 +333,27 @@ def check(root: Path) -> list[str]:
     for stray in sorted((root / "book").glob("*.ipynb")):
         if not stray.with_suffix(".md").exists():
             problems.append(f"{stray.relative_to(root)} has no chapter beside it")
-    return problems
+    return problems + layout_problems(root)
+
+
+def layout_problems(root: Path) -> list[str]:
+    """The chapters whose code cells ``ruff format`` would lay out otherwise, read from
+    their twins (same cells), each named by its ``.md``."""
+    twins = [c.with_suffix(".ipynb") for c in chapters(root)]
+    done = subprocess.run(
+        [sys.executable, "-m", "ruff", "format", "--check", *map(str, twins)],
+        capture_output=True,
+        text=True,
+        cwd=root,
+    )
+    # ruff names each file as "--> PATH:cell N:..." (older versions: "Would
+    # reformat: PATH")
+    named = re.findall(r"(?:--> |Would reformat: )(\S+?\.ipynb)", done.stdout)
+    return [
+        f"{(root / name).resolve().with_suffix('.md').relative_to(root)}: its code is "
+        "not laid out as `ruff format` lays it out; `make format` does it"
+        for name in dict.fromkeys(named)
+    ]
 
 
 def _generated_files(package: Path) -> list[Path]:

@@ -41,7 +41,7 @@ def sentence_lengths(page: Path) -> list[int]:
     text = re.sub(r"\A---\n.*?\n---\n", "", text, flags=re.DOTALL)  # front matter
     lines = [line for _, line in prose_lines(text) if not line.lstrip().startswith("|")]
     text = " ".join(lines)
-    text = re.sub(r"\{glue:md\}`[^`]*`", "X", text)
+    text = re.sub(r"\{(?:eval|glue:md)\}`[^`]*`", "X", text)  # a number shown inline
     text = re.sub(r"\$\$.*?\$\$|\$[^$]*\$", "X", text)
     text = re.sub(r"`[^`]*`", "X", text)
     text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text)

@@ -1,0 +1,252 @@
+"""The chapters in JupyterLab, as `make lab` opens them, driven in headless Chromium.
+
+On a fresh copy of the repository (the files git tracks or would track, committed in a
+new repository), JupyterLab starts with the settings `make lab` gives it. A double-click
+opens chapter 15 and then the solutions of chapter 4 as notebooks; each runs top to
+bottom at smoke scale, and the test checks what a reader sees: no error output, no MyST
+source or unevaluated {eval} left in the rendered text, at least one figure, and the
+solutions folded. Then it saves both and runs what `make export` runs: the copy's tree
+must be clean. Screenshots go to _build/jupyterlab/. Skipped, with the reason, where
+Chromium, Playwright, JupyterLab or jupyterlab-myst is missing."""
+
+import importlib.util
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+try:
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+except ImportError:  # the test is skipped then
+    PlaywrightTimeout = TimeoutError
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+from check_offline_book import find_chromium  # noqa: E402
+
+SHOTS = ROOT / "_build" / "jupyterlab"
+# what `make lab` passes (LAB_OPTIONS in the Makefile), and a settings folder of our own
+LAB_OPTIONS = [
+    '--ContentsManager.hide_globs=["__pycache__","*.pyc",".ipynb_checkpoints","*.ipynb"]',
+    "--LabApp.news_url=None",
+    "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+]
+RUN_SECONDS = 600  # a page's Run All at smoke scale, on a busy 2-core machine
+
+
+def missing() -> str | None:
+    """Why the test cannot run here, or None."""
+    if find_chromium() is None:
+        return "no Chromium or Chrome (see the README's Tests section)"
+    for module in ("playwright", "jupyterlab", "jupyterlab_myst", "jupytext"):
+        if importlib.util.find_spec(module) is None:
+            return f"{module} is not installed (pip install -e '.[dev]')"
+    return None
+
+
+def fresh_copy(target: Path) -> None:
+    """The repository's files, as a clone of the working tree would hold them, committed
+    in a repository of their own."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        check=True,
+    ).stdout.split(b"\0")
+    for name in filter(None, listed):
+        source = ROOT / os.fsdecode(name)
+        if source.is_file():
+            (target / os.fsdecode(name)).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target / os.fsdecode(name))
+    git = ["git", "-c", "user.name=test", "-c", "user.email=test@example.org"]
+    subprocess.run([*git, "init", "-q"], cwd=target, check=True)
+    subprocess.run([*git, "add", "-A"], cwd=target, check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "copy"], cwd=target, check=True)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def lab(tmp_path, shared_data):
+    reason = missing()
+    if reason:
+        pytest.skip(reason)
+    copy = tmp_path / "repo"
+    fresh_copy(copy)
+    settings = tmp_path / "settings"
+    settings.mkdir()
+    shutil.copy(
+        ROOT / "tools" / "jupyterlab-overrides.json", settings / "overrides.json"
+    )
+    port = free_port()
+    env = {
+        **os.environ,
+        "AT_DATA_DIR": str(shared_data),
+        "AT_SCALE": "smoke",
+        "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
+    }
+    command = [
+        sys.executable,
+        "-m",
+        "jupyterlab",
+        "--no-browser",
+        f"--port={port}",
+        "--IdentityProvider.token=",
+        f"--ServerApp.root_dir={copy / 'book'}",
+        f"--LabApp.app_settings_dir={settings}",
+        f"--LabApp.user_settings_dir={tmp_path / 'user-settings'}",
+        f"--LabApp.workspaces_dir={tmp_path / 'workspaces'}",
+        *LAB_OPTIONS,
+        *(["--allow-root"] if hasattr(os, "geteuid") and os.geteuid() == 0 else []),
+    ]
+    log = open(tmp_path / "lab.log", "w")
+    server = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        for _ in range(120):  # the server answers within a minute
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.5)
+        else:
+            pytest.fail(
+                f"JupyterLab did not start: {(tmp_path / 'lab.log').read_text()}"
+            )
+        yield f"http://127.0.0.1:{port}", copy
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        log.close()
+
+
+def open_by_double_click(page, name: str):
+    """Double-click a file in the file browser; the notebook panel it opens."""
+    page.locator(".jp-DirListing-item", has_text=name).first.dblclick()
+    panel = page.locator(".jp-NotebookPanel:visible")
+    panel.wait_for(timeout=60_000)
+    # JupyterLab may ask which kernel to start, its choice (Python 3) already selected
+    select = page.locator(".jp-Dialog .jp-mod-accept", has_text="Select")
+    try:
+        select.wait_for(timeout=10_000)
+        select.click()
+    except PlaywrightTimeout:
+        pass
+    # the kernel has started before anything runs
+    page.wait_for_function(
+        "() => document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) "
+        ".jp-Notebook-ExecutionIndicator')?.getAttribute('data-status') === 'idle'",
+        timeout=120_000,
+    )
+    return panel
+
+
+def run_all(page, panel) -> None:
+    """Run → Run All Cells, then wait until every code cell has run and the kernel is
+    idle."""
+    page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+    page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
+    page.wait_for_function(
+        """() => {
+          const nb = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden)');
+          const prompts = [...nb.querySelectorAll('.jp-CodeCell .jp-InputPrompt')];
+          const status = nb.querySelector('.jp-Notebook-ExecutionIndicator');
+          return prompts.length > 0
+            && prompts.every(p => /\\[\\d+\\]/.test(p.textContent))
+            && status && status.getAttribute('data-status') === 'idle';
+        }""",
+        timeout=RUN_SECONDS * 1000,
+    )
+
+
+def save(page) -> None:
+    """File → Save, and wait until the tab no longer shows unsaved changes."""
+    page.keyboard.press("Control+s")
+    page.wait_for_function(
+        "() => !document.querySelector('.lm-TabBar-tab.lm-mod-current.jp-mod-dirty')",
+        timeout=60_000,
+    )
+
+
+def rendered_text(panel) -> str:
+    return "\n".join(panel.locator(".jp-MarkdownCell").all_inner_texts())
+
+
+@pytest.mark.slow
+def test_chapters_open_run_and_save_cleanly_in_jupyterlab(lab, tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    url, copy = lab
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=find_chromium(), args=["--no-sandbox"]
+        )
+        page = browser.new_page(viewport={"width": 1280, "height": 1000})
+        # nothing but the local server is reached
+        outside = []
+
+        def only_local(route):
+            if route.request.url.startswith(url):
+                route.continue_()
+            else:
+                outside.append(route.request.url)
+                route.abort()
+
+        page.route("**/*", only_local)
+        page.goto(f"{url}/lab?reset")
+        page.locator(".jp-DirListing-item").first.wait_for(timeout=120_000)
+        # the launcher lists the kernel once JupyterLab knows it: a notebook opened
+        # before that asks which kernel to start
+        page.locator(".jp-LauncherCard", has_text="Python 3").first.wait_for(
+            timeout=120_000
+        )
+        listed = page.locator(".jp-DirListing-itemText").all_inner_texts()
+        assert "15_attention_figures.md" in listed
+        assert not any(name.endswith(".ipynb") for name in listed)  # twins hidden
+
+        chapter = open_by_double_click(page, "15_attention_figures.md")
+        run_all(page, chapter)
+        page.screenshot(path=str(SHOTS / "15-after-run-all.png"))
+        text = rendered_text(chapter)
+        assert (
+            chapter.locator("[data-mime-type='application/vnd.jupyter.error']").count()
+            == 0
+        )
+        for source in ("{glue", "{eval}", "glued.", "```{", ":::{"):
+            assert source not in text, source
+        assert chapter.locator(".jp-OutputArea-output img").count() >= 1
+        save(page)
+
+        solutions = open_by_double_click(page, "04_attention_solutions.md")
+        run_all(page, solutions)
+        folds = solutions.locator(".jp-MarkdownCell details")
+        source = (copy / "book" / "04_attention_solutions.md").read_text()
+        assert folds.count() == source.count("```{dropdown")  # one per solution
+        assert all(not f.get_attribute("open") for f in folds.all())
+        assert "```{dropdown" not in rendered_text(solutions)
+        assert (
+            solutions.locator(
+                "[data-mime-type='application/vnd.jupyter.error']"
+            ).count()
+            == 0
+        )
+        page.screenshot(path=str(SHOTS / "04-solutions-folded.png"))
+        save(page)
+        browser.close()
+    assert outside == []
+    # what `make export` runs: the chapters' headers and twins restored, nothing else
+    subprocess.run(
+        [sys.executable, "tools/literate.py", "export"], cwd=copy, check=True
+    )
+    status = subprocess.run(
+        ["git", "status", "--porcelain"], cwd=copy, capture_output=True, text=True
+    ).stdout
+    assert status == "", status
