@@ -71,7 +71,7 @@ $(LAB): $(CORE) tools/jupyterlab-overrides.json
 # The .ipynb twins are hidden from the file browser: each .md opens as the notebook, paired with
 # its twin.
 lab: $(LAB)
-	$(BIN)/jupyter lab --notebook-dir=book $(LAB_OPTIONS) $(ARGS)
+	$(BIN)/jupyter lab --ServerApp.root_dir=book $(LAB_OPTIONS) $(ARGS)
 
 demo: $(CORE)
 	$(BIN)/python -m annotated_transformer.train $(ARGS)
