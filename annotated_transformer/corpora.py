@@ -350,7 +350,8 @@ def _europarl_files(data_dir: Path, first_only: bool) -> tuple[Path, Path]:
             raise DataError(
                 f"Europarl v7 is not under {root} and could not be downloaded "
                 f"({error}). Download {EUROPARL_URL} and unpack its "
-                f"europarl-v7.de-en.en and .de into {root}"
+                f"europarl-v7.de-en.en and .de into {root}, or point --data-dir (or "
+                f"${DATA_DIR_ENV}) at a folder with europarl-v7/"
             ) from None
     return files
 

@@ -148,7 +148,7 @@ def open_by_double_click(page, name: str):
     return panel
 
 
-def run_all(page, panel) -> None:
+def run_all(page) -> None:
     """Run → Run All Cells, then wait until every code cell has run and the kernel is
     idle."""
     page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
@@ -180,7 +180,7 @@ def rendered_text(panel) -> str:
 
 
 @pytest.mark.slow
-def test_chapters_open_run_and_save_cleanly_in_jupyterlab(lab, tmp_path):
+def test_chapters_open_run_and_save_cleanly_in_jupyterlab(lab):
     from playwright.sync_api import sync_playwright
 
     url, copy = lab
@@ -213,7 +213,7 @@ def test_chapters_open_run_and_save_cleanly_in_jupyterlab(lab, tmp_path):
         assert not any(name.endswith(".ipynb") for name in listed)  # twins hidden
 
         chapter = open_by_double_click(page, "15_attention_figures.md")
-        run_all(page, chapter)
+        run_all(page)
         page.screenshot(path=str(SHOTS / "15-after-run-all.png"))
         text = rendered_text(chapter)
         assert (
@@ -226,7 +226,7 @@ def test_chapters_open_run_and_save_cleanly_in_jupyterlab(lab, tmp_path):
         save(page)
 
         solutions = open_by_double_click(page, "04_attention_solutions.md")
-        run_all(page, solutions)
+        run_all(page)
         folds = solutions.locator(".jp-MarkdownCell details")
         source = (copy / "book" / "04_attention_solutions.md").read_text()
         assert folds.count() == source.count("```{dropdown")  # one per solution
