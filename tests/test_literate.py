@@ -17,20 +17,7 @@ check, export, main, render_modules = (
 )
 
 ROOT = Path(__file__).resolve().parents[1]
-
-HEADER = """---
-jupytext:
-  formats: ipynb,md:myst
-  text_representation:
-    extension: .md
-    format_name: myst
-    format_version: 0.13
-kernelspec:
-  display_name: Python 3
-  language: python
-  name: python3
----
-"""
+HEADER = literate.HEADER  # every chapter's front matter
 
 
 def _chapter(*cells: str) -> str:
