@@ -133,6 +133,7 @@ book: $(FULL)
 	  IPYTHONDIR=$(CURDIR)/_build/ipython AT_SCALE=$(AT_SCALE) $(BIN)/jupyter-book build . -W --keep-going
 
 book-check: $(FULL)
+	$(BIN)/python tools/check_glue_order.py
 	$(BIN)/python tools/check_offline_book.py --self-test
 
 clean:

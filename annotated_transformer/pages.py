@@ -12,6 +12,13 @@ from types import SimpleNamespace
 glued = SimpleNamespace()
 
 
+def as_text(markdown: str) -> str:
+    """A glued value as JupyterLab shows it, which is as plain text: a link keeps its
+    words, and code its characters without the backticks."""
+    words = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", markdown)
+    return words.replace("`", "")
+
+
 def glue(name: str, value, display: bool = False) -> None:
     """Keep ``value`` (an ``IPython.display.Markdown``) under ``name`` for the prose:
     myst-nb's glue for the HTML book, and ``glued`` for the kernel. A name that is not
@@ -20,4 +27,4 @@ def glue(name: str, value, display: bool = False) -> None:
 
     key = re.sub(r"\W", "_", name)
     keep(key, value, display=display)
-    setattr(glued, key, value.data)
+    setattr(glued, key, as_text(value.data))

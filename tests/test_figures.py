@@ -104,3 +104,22 @@ def test_alt_text_says_tex_in_words():
     assert figure_alt.first_sentence(
         "Post-norm stays at \\sqrt{d_{\\text{model}}} = 8 in every block. Then more."
     ) == ("Post-norm stays at √d_model = 8 in every block.")
+
+
+def test_cells_before_their_dropdown_take_its_captions_not_the_previous_ones():
+    earlier = doctree("*Figure: the previous exercise's figure.*\n")
+    document = doctree(
+        "**Exercise 2.** A question.\n\n"
+        "*First figure: the loss falls. More.*\n\n*Second figure: the weight grows.*\n"
+    )
+    question, *captions = document.children
+    dropdown = nodes.container("", *captions)
+    first, second = cell_with_image(document), cell_with_image(document)
+    document.children = [
+        nodes.container("", *earlier.children),
+        question,
+        *reversed(document.children[:2]),
+        dropdown,
+    ]
+    figure_alt.set_alt_texts(None, document)
+    assert (first["alt"], second["alt"]) == ("the loss falls.", "the weight grows.")

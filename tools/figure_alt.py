@@ -2,7 +2,8 @@
 draws is the first sentence of its caption (the italic paragraph right after the cell),
 so that a reader who cannot see the figure hears what it shows. A figure drawn by a
 solution's hidden cell takes the caption its dropdown gives, the paragraph that starts
-"*Figure:". Configured in _config.yml (sphinx: local_extensions).
+"*Figure:" (or "*First figure:", ...). Configured in _config.yml (sphinx:
+local_extensions).
 """
 
 from __future__ import annotations
@@ -62,22 +63,45 @@ def draws_figure(node: nodes.Node) -> bool:
     return "cell" in node.get("classes", []) and any(node.findall(nodes.image))
 
 
+def is_cell(node: nodes.Node) -> bool:
+    return isinstance(node, nodes.Element) and "cell" in node.get("classes", [])
+
+
+def nth_caption(captions: list[str], figures: int) -> str:
+    caption = captions[min(figures, len(captions) - 1)]
+    return re.sub(r"^(\w+ )?[Ff]igure: ", "", caption)
+
+
 def dropdown_caption(cell: nodes.Element) -> str | None:
     """A figure drawn by a solution's hidden cell: its caption is in the solution's
-    dropdown before it. The dropdown's captions are taken in order, one for each
-    figure-drawing cell after it: "*First figure: ...*", "*Second figure: ...*"."""
-    figures = 0
+    dropdown, which comes right after the exercise's cells (or, on an older page,
+    before them). The dropdown's captions are taken in order, one for each
+    figure-drawing cell: "*First figure: ...*", "*Second figure: ...*"."""
     node = cell  # the cell, or the fold a hidden cell is wrapped in
     while node.parent is not None and not isinstance(node, nodes.section):
         parent = node.parent
-        for sibling in reversed(parent.children[: parent.index(node)]):
-            if isinstance(sibling, nodes.Element) and draws_figure(sibling):
+        here = parent.index(node)
+        # after the cells: the dropdown that follows them, if only cells come between
+        for sibling in parent.children[here + 1 :]:
+            captions = caption_paragraphs(sibling)
+            if captions:
+                before = 0
+                for earlier in reversed(parent.children[:here]):
+                    if not is_cell(earlier):
+                        break
+                    before += draws_figure(earlier)
+                return nth_caption(captions, before)
+            if not is_cell(sibling):
+                break
+        # before the cells: the dropdown they follow
+        figures = 0
+        for sibling in reversed(parent.children[:here]):
+            if is_cell(sibling) and draws_figure(sibling):
                 figures += 1
                 continue
             captions = caption_paragraphs(sibling)
             if captions:
-                caption = captions[min(figures, len(captions) - 1)]
-                return re.sub(r"^(\w+ )?[Ff]igure: ", "", caption)
+                return nth_caption(captions, figures)
         node = parent
     return None
 
