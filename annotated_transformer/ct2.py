@@ -4,6 +4,7 @@
 """The book's model as a CTranslate2 model: the same weights in a production inference
 engine."""
 
+import re
 import time
 from pathlib import Path
 
@@ -89,6 +90,30 @@ def ctranslate2_spec(model, pieces: list[str]):
 SENTENCEPIECE_FILE = "sentencepiece.model"  # beside CTranslate2's files, to tokenize
 
 
+# What a CTranslate2 model folder written here holds, and nothing else: CTranslate2
+# replaces the whole folder, so a folder with anything more is refused.
+CTRANSLATE2_FILES = re.compile(
+    r"model\.bin|config\.json|(shared|source|target)_vocabulary\.(json|txt)|"
+    + re.escape(SENTENCEPIECE_FILE)
+)
+
+
+def is_ctranslate2_folder(out: Path) -> bool:
+    """Whether ``out`` may be replaced: it does not exist, or it is a folder (not a
+    link) that holds nothing but plain files with the names CTranslate2 and this
+    package write."""
+    if not out.exists() and not out.is_symlink():
+        return True
+    return (
+        out.is_dir()
+        and not out.is_symlink()
+        and all(
+            f.is_file() and not f.is_symlink() and CTRANSLATE2_FILES.fullmatch(f.name)
+            for f in out.iterdir()
+        )
+    )
+
+
 def write_ctranslate2(model, sp, out: Path) -> Path:
     """Write ``model`` and its SentencePiece vocabulary ``sp`` as a CTranslate2 model
     into the folder ``out``, with the SentencePiece model that tokenizes its input."""
@@ -99,7 +124,7 @@ def write_ctranslate2(model, sp, out: Path) -> Path:
             "writing a CTranslate2 model needs its package: pip install ctranslate2"
         ) from None
     out = Path(out)
-    if out.is_dir() and any(out.iterdir()) and not (out / "model.bin").is_file():
+    if not is_ctranslate2_folder(out):
         raise ValueError(
             f"{out} holds other files; give a new or empty folder (a CTranslate2 model "
             "is replaced)"

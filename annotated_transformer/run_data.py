@@ -5,7 +5,6 @@
 update from any position, the splits and the vocabulary. The training session holds it
 (chapter 12); the run folder only stores it."""
 
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -197,17 +196,9 @@ def first_data(
     epoch: int,
 ):
     """Rank 0's data (its stream of updates from ``epoch``) and the vocabulary to
-    write. When they are refused (no pair kept, a batch too small for the
-    longest pair) and the run folder is new, the folder goes again: nothing of a run is
-    in it yet, only the token cache."""
-    out_dir, fresh = Path(run.out_dir), not Path(run.out_dir).exists()
-    try:
-        sp, train_pairs, valid_pairs, trained = prepare_data(
-            run, model_config.vocab_size, vocab_path, splits
-        )
-        stream = UpdateStream(train_pairs, run, world, 0, epoch)
-        return RunData(sp, stream, valid_pairs), trained
-    except BaseException:
-        if fresh:
-            shutil.rmtree(out_dir, ignore_errors=True)
-        raise
+    write."""
+    sp, train_pairs, valid_pairs, trained = prepare_data(
+        run, model_config.vocab_size, vocab_path, splits
+    )
+    stream = UpdateStream(train_pairs, run, world, 0, epoch)
+    return RunData(sp, stream, valid_pairs), trained

@@ -8,6 +8,7 @@ checkpoints, and the decisions that all processes take together."""
 import contextlib
 import json
 import os
+import shutil
 import socket
 import time
 import uuid
@@ -105,15 +106,21 @@ def process_data(model_config, run, ranks: tuple, recorded, settings, epoch: int
             check_same_data(out_dir, saved, vocab_path.name)
         if vocab_path.is_file():
             check_vocabulary(vocab_path, saved, where)
-        run_data, trained = first_data(
-            model_config, run, world, vocab_path, splits, epoch
-        )
-        settings["data"] = {
-            "vocabulary": vocab_name,
-            "sha256": fingerprint(trained or vocab_path),
-        }
+        # The lock comes first: the token cache and the vocabulary are written under
+        # it, and a start that fails removes only a folder that it made itself.
         lock = RunLock(out_dir)
-        write_new_run(out_dir, vocab_path, trained, settings, new=recorded is None)
+        try:
+            run_data, trained = first_data(
+                model_config, run, world, vocab_path, splits, epoch
+            )
+            settings["data"] = {
+                "vocabulary": vocab_name,
+                "sha256": fingerprint(trained or vocab_path),
+            }
+            write_new_run(out_dir, vocab_path, trained, settings, new=recorded is None)
+        except BaseException:
+            lock.remove_new_folder()
+            raise
     if dist.is_initialized():
         # The other processes read the vocabulary and the token cache that rank 0
         # wrote, however long it took to write them.
@@ -317,9 +324,16 @@ class RunLock:
     would interleave their checkpoints and metrics."""
 
     def __init__(self, out_dir: Path):
+        self.out_dir = out_dir
         try:  # a read-only run folder is refused here, before any other write
-            out_dir.mkdir(parents=True, exist_ok=True)
-            self.file = open(out_dir / "train.lock", "a+", encoding="utf-8")
+            try:
+                out_dir.mkdir(parents=True)
+                self.made_folder = True  # by this process: all in it is its own
+            except FileExistsError:
+                self.made_folder = False
+            flags = os.O_RDWR | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0)
+            descriptor = os.open(out_dir / "train.lock", flags, 0o666)
+            self.file = os.fdopen(descriptor, "a+", encoding="utf-8")
         except OSError as error:
             raise write_error(out_dir / "train.lock", error) from None
         try:
@@ -344,6 +358,14 @@ class RunLock:
 
     def release(self) -> None:
         self.file.close()
+
+    def remove_new_folder(self) -> None:
+        """After a start that failed: the run folder goes again if this process made
+        it, since all it holds was then written by this process under this lock. A
+        folder that was there before is left as it is. The lock is released."""
+        if self.made_folder:
+            shutil.rmtree(self.out_dir, ignore_errors=True)
+        self.release()
 
 
 def check_same_run(out_dir: Path, saved: dict | None, settings: dict) -> None:

@@ -158,7 +158,7 @@ def test_ctranslate2_export_decodes_the_same_tokens(tmp_path, synthetic_pairs):
         optimizer.step()
         optimizer.zero_grad()
     model.eval()
-    write_ctranslate2(model, sp, tmp_path / "ct2")
+    folder = write_ctranslate2(model, sp, tmp_path / "ct2")
     translator = ctranslate2.Translator(
         str(tmp_path / "ct2"), device="cpu", intra_threads=1
     )
@@ -198,7 +198,18 @@ def test_ctranslate2_export_decodes_the_same_tokens(tmp_path, synthetic_pairs):
     (tmp_path / "other" / "notes.txt").write_text("keep me")
     with pytest.raises(ValueError, match="holds other files"):
         write_ctranslate2(model, sp, tmp_path / "other")
+    # a model.bin beside them does not make the folder one to replace
+    (tmp_path / "other" / "model.bin").write_bytes(b"mine")
+    (tmp_path / "other" / "sub").mkdir()
+    (tmp_path / "other" / "sub" / "keep.txt").write_text("keep me too")
+    with pytest.raises(ValueError, match="holds other files"):
+        write_ctranslate2(model, sp, tmp_path / "other")
     assert (tmp_path / "other" / "notes.txt").read_text() == "keep me"
+    assert (tmp_path / "other" / "sub" / "keep.txt").read_text() == "keep me too"
+    # a folder this package wrote is replaced
+    first = sorted(p.name for p in folder.iterdir())
+    assert write_ctranslate2(model, sp, folder) == folder
+    assert sorted(p.name for p in folder.iterdir()) == first
 
 
 def test_benchmark_refuses_bad_numbers_naming_the_option(capsys):
