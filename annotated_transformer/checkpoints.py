@@ -7,19 +7,27 @@ read safely, averaged."""
 
 import contextlib
 import dataclasses
+import errno
 import hashlib
 import json
+import math
 import re
 from collections.abc import Iterable
 from itertools import chain
 from pathlib import Path
 
+import psutil
 import torch
 
 from annotated_transformer import speed
 from annotated_transformer.config import RunConfig, TransformerConfig, option
 from annotated_transformer.data import read_vocabulary
-from annotated_transformer.files import check_room, is_stream, write_atomically
+from annotated_transformer.files import (
+    check_room,
+    is_stream,
+    size_text,
+    write_atomically,
+)
 from annotated_transformer.model import make_model
 
 
@@ -237,13 +245,35 @@ def checked_config(state: dict, path: Path, advice: str) -> TransformerConfig:
         ("missing", sorted(expected.keys() - stored)),
         ("unexpected", sorted(stored.keys() - expected)),
         ("of another shape", wrong),
+        (
+            "not of a floating-point type",
+            sorted(k for k, w in weights.items() if not w.is_floating_point()),
+        ),
+        (
+            "storing fewer numbers than their shape holds",
+            sorted(k for k, w in weights.items() if not holds_its_numbers(w)),
+        ),
     ):
         if names:
             raise CheckpointError(
                 f"{path} holds weights that do not fit its settings ({len(names)} "
                 f"{what}, such as {names[0]}). {advice}"
             )
+    claimed = 4 * sum(math.prod(shape) for shape in expected.values())
+    free = psutil.virtual_memory().available
+    if claimed > free:
+        raise CheckpointError(
+            f"{path} describes a model of {size_text(claimed)}, more than the "
+            f"{size_text(free)} of memory free. {advice}"
+        )
     return config
+
+
+def holds_its_numbers(tensor: torch.Tensor) -> bool:
+    """Whether ``tensor`` stores every number its shape holds: not a view that
+    repeats a few stored bytes (a stride of 0) or reaches past what is stored."""
+    needed = (tensor.storage_offset() + tensor.numel()) * tensor.element_size()
+    return tensor.untyped_storage().nbytes() >= needed
 
 
 def average_weights(weights: Iterable[dict]) -> dict:
@@ -292,6 +322,11 @@ def run_weights(
         if not Path(checkpoint).is_file():
             raise CheckpointError(f"no checkpoint at {checkpoint}")
         return [Path(checkpoint)]
+    if Path(run).exists() and not Path(run).is_dir():
+        raise CheckpointError(
+            f"--run {run} is a file, not a run folder; a model file is named with "
+            "--checkpoint"
+        )
     latest, scheduled = latest_checkpoint(run), checkpoints(run)
     if latest is None and being_trained(run):
         raise CheckpointError(
@@ -327,8 +362,8 @@ def being_trained(run: Path) -> bool:
             fcntl.flock(file, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except ImportError:  # Windows: no lock to ask
         return False
-    except OSError as error:
-        return not isinstance(error, FileNotFoundError)  # held, or no lock file
+    except OSError as error:  # held by a trainer, or no lock file to ask
+        return error.errno in (errno.EAGAIN, errno.EWOULDBLOCK)
     return False
 
 
@@ -393,15 +428,26 @@ def load_model(paths: list[Path], device: str = "cpu", fast=None):
         model.load_state_dict(average_weights(chain([last["model"]], earlier)))
     if bundled:  # the vocabulary travels inside the file
         vocabulary = last.get("sentencepiece")
+        stored = (
+            isinstance(vocabulary, torch.Tensor)
+            and vocabulary.dtype == torch.uint8
+            and vocabulary.dim() == 1
+            and holds_its_numbers(vocabulary)
+        )
+        if not stored:  # not read: it may claim gigabytes that it does not hold
+            raise CheckpointError(
+                f"{paths[-1]} holds no vocabulary stored as its bytes. {advice}"
+            )
         sp = read_vocabulary(
-            vocabulary.numpy().tobytes()
-            if isinstance(vocabulary, torch.Tensor)
-            else b"",
-            f"the vocabulary inside {paths[-1]}",
-            advice,
+            vocabulary.numpy().tobytes(), f"the vocabulary inside {paths[-1]}", advice
         )
     else:
         sp = run_folder_vocabulary(paths[-1], settings)
+    if sp.get_piece_size() != config.vocab_size:
+        raise CheckpointError(
+            f"{paths[-1]} has a vocabulary of {sp.get_piece_size():,} pieces for a "
+            f"model of {config.vocab_size:,}. {advice}"
+        )
     return model.to(device).eval(), sp, settings
 
 
@@ -435,10 +481,15 @@ def check_settings_fingerprint(state: dict, path: Path) -> None:
     """Refuse a model file whose settings were changed after it was written: an edit
     that keeps every weight's shape (the number of heads) would change the output."""
     recorded = state.get("settings_sha256")
-    if recorded and recorded != settings_fingerprint(state["settings"]):
+    try:
+        same = recorded == settings_fingerprint(state["settings"])
+    except (RecursionError, TypeError, ValueError):  # nested too deep, not JSON
+        same = False
+    if not same:
         raise CheckpointError(
-            f"the settings inside {path} were changed after it was written, and they "
-            "no longer describe its weights: bundle the run again"
+            f"the settings inside {path} were changed after it was written, or its "
+            "fingerprint of them is gone, and they no longer describe its weights: "
+            "bundle the run again"
         )
 
 

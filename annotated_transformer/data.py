@@ -144,6 +144,8 @@ def read_vocabulary(source: Path | bytes, name: str, remedy: str):
     is an error that names it (``name``) and says what to do (``remedy``)."""
     import sentencepiece as spm
 
+    if isinstance(source, bytes) and not source:  # SentencePiece would take it
+        raise DataError(f"{name} is missing or empty. {remedy}")
     try:
         if isinstance(source, bytes):
             return spm.SentencePieceProcessor(model_proto=source)

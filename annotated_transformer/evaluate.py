@@ -22,7 +22,12 @@ from annotated_transformer.cli import (
     model_from_args,
     printable,
 )
-from annotated_transformer.files import append_line, trim_torn_line, write_atomically
+from annotated_transformer.files import (
+    append_line,
+    links_in,
+    trim_torn_line,
+    write_atomically,
+)
 from annotated_transformer.scoring import (
     TEST_SET_ALIASES,
     TEST_SETS,
@@ -110,6 +115,11 @@ def main(args: argparse.Namespace) -> int:
         else weights.with_suffix(".eval")
     )
     stem = f"{file_name(name)}.beam{args.beam_size}.alpha{args.alpha}.avg{len(paths)}"
+    if links := links_in(out):  # its folder holds only files that evaluate wrote
+        raise ValueError(
+            f"{links[0]} is a symbolic link, where evaluate writes files of its own; "
+            "remove the link"
+        )
     for path in (out / f"{stem}.hyp", out / "results.jsonl"):
         check_writable(path)  # before the long work, not after it
     hypotheses, summary, result = evaluate(

@@ -189,7 +189,9 @@ def append_line(path: Path, line: str) -> None:
     size = path.stat().st_size if path.is_file() else 0
     data = (line + "\n").encode("utf-8")
     try:
-        f = open(path, "ab")
+        f = os.fdopen(open_own(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT), "ab")
+    except WriteError:
+        raise
     except OSError as error:  # a read-only log or folder: nothing written
         raise write_error(path, error, len(data)) from None
     try:
@@ -198,13 +200,46 @@ def append_line(path: Path, line: str) -> None:
             f.flush()
             os.fsync(f.fileno())
     except OSError as error:
-        with contextlib.suppress(OSError), open(path, "r+b") as log:
+        with contextlib.suppress(OSError), os.fdopen(open_own(path, os.O_RDWR)) as log:
             log.truncate(size)
         raise write_error(path, error, len(data)) from None
 
 
 def trim_torn_line(path: Path) -> None:
     """Cut a log back to its last complete line."""
-    if path.is_file() and (text := path.read_bytes()) and not text.endswith(b"\n"):
-        with open(path, "r+b") as f:
+    if not path.is_file():
+        return
+    with os.fdopen(open_own(path, os.O_RDWR), "r+b") as f:
+        text = f.read()
+        if text and not text.endswith(b"\n"):
             f.truncate(text.rfind(b"\n") + 1)
+
+
+def links_in(folder: Path) -> list[Path]:
+    """The symbolic links at ``folder`` and anywhere under it, none of them followed.
+    A folder of the package's own (a run folder) holds none: each is refused before
+    anything in the folder is written."""
+    folder = Path(folder)
+    if folder.is_symlink():
+        return [folder]
+    found = []
+    for root, folders, names in os.walk(folder):  # links to folders are not entered
+        found += [Path(root, n) for n in folders + names if Path(root, n).is_symlink()]
+    return found
+
+
+def open_own(path: Path, flags: int) -> int:
+    """A descriptor for ``path``, a file of the package's own that it creates,
+    truncates or appends to, opened with ``flags``: never through a symbolic link at
+    that name, so that a link planted there (after ``links_in`` looked) is refused
+    instead of writing its target."""
+    try:
+        return os.open(path, flags | getattr(os, "O_NOFOLLOW", 0), 0o666)
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise WriteError(
+                errno.ELOOP,
+                f"{path} is a symbolic link, where this package writes a file of its "
+                "own; remove the link",
+            ) from None
+        raise

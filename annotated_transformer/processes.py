@@ -7,6 +7,7 @@ loop to save and stop."""
 
 import contextlib
 import functools
+import math
 import os
 import signal
 from datetime import timedelta
@@ -18,18 +19,33 @@ import torch.distributed as dist
 # process that died or froze stops the run with a message instead of hanging it.
 # Setting up may take much longer (rank 0 alone trains the vocabulary and encodes
 # the corpus while the others wait), so it waits in a group of its own.
-RANK_TIMEOUT = timedelta(minutes=float(os.environ.get("AT_RANK_TIMEOUT_MINUTES", 10)))
 SETUP_TIMEOUT = timedelta(hours=12)
+
+
+def rank_timeout() -> timedelta:
+    """The wait in the training loop: ``AT_RANK_TIMEOUT_MINUTES``, 10 if unset."""
+    text = os.environ.get("AT_RANK_TIMEOUT_MINUTES", "10")
+    try:
+        minutes = float(text)
+    except ValueError:
+        minutes = math.nan
+    if not 0 < minutes <= SETUP_TIMEOUT.total_seconds() / 60:  # NaN fails too
+        raise ValueError(
+            "AT_RANK_TIMEOUT_MINUTES must be a number of minutes above 0 and at most "
+            f"{SETUP_TIMEOUT.total_seconds() / 60:.0f}, got {text!r}"
+        )
+    return timedelta(minutes=minutes)
 
 
 def setup_distributed(device: str) -> tuple[int, int, str]:
     """(rank, number of processes, device) of this process; torchrun's variables
     start a process group."""
     world = int(os.environ.get("WORLD_SIZE", "1"))
+    timeout = rank_timeout()  # checked by a single process too
     if world > 1 and not dist.is_initialized():
         dist.init_process_group(
             backend="nccl" if device.startswith("cuda") else "gloo",
-            timeout=RANK_TIMEOUT,
+            timeout=timeout,
         )
         setup_group()  # made now, while every process is here
     rank = dist.get_rank() if dist.is_initialized() else 0
@@ -60,7 +76,7 @@ def all_answering(world: int):
         reason = (str(error).strip().splitlines() or ["no message"])[0]
         raise ValueError(
             "another training process stopped answering, for "
-            f"{RANK_TIMEOUT.total_seconds():.0f} seconds or for good "
+            f"{rank_timeout().total_seconds():.0f} seconds or for good "
             f"({reason[-160:]}); the run's last checkpoint is kept: run the same "
             "command again to resume"
         ) from None

@@ -35,7 +35,12 @@ from annotated_transformer.checkpoints import (
 )
 from annotated_transformer.config import RunConfig, TransformerConfig, option
 from annotated_transformer.devices import resolve_device
-from annotated_transformer.files import size_text, write_atomically, write_error
+from annotated_transformer.files import (
+    links_in,
+    size_text,
+    write_atomically,
+    write_error,
+)
 from annotated_transformer.metrics import MetricsLog
 from annotated_transformer.model import make_model
 from annotated_transformer.processes import (
@@ -470,12 +475,7 @@ def check_run_folder(out_dir: Path) -> None:
         return
     if not out_dir.is_dir():
         raise ValueError(f"--run {out_dir} is a file, not a run folder")
-    entries = list(out_dir.iterdir())
-    for name in ("checkpoints", "vocab", "tokens"):
-        folder = out_dir / name
-        if folder.is_dir() and not folder.is_symlink():
-            entries += folder.iterdir()
-    links = [p for p in entries if p.is_symlink()]
+    links = links_in(out_dir)
     if links:
         raise ValueError(
             f"{links[0]} is a symbolic link, and a run folder holds only files "

@@ -36,7 +36,12 @@ from annotated_transformer.data import (
     dropped,
     kept_report,
 )
-from annotated_transformer.files import WriteError, write_atomically, write_error
+from annotated_transformer.files import (
+    WriteError,
+    open_own,
+    write_atomically,
+    write_error,
+)
 from annotated_transformer.optimization import Update, label_smoothed_loss
 
 
@@ -317,7 +322,9 @@ def token_cache(
         return TokenCache(folder)
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        lock = open(folder / "lock", "w")
+        lock = os.fdopen(open_own(folder / "lock", os.O_WRONLY | os.O_CREAT), "w")
+    except WriteError:
+        raise
     except OSError as error:  # a read-only or full run folder
         raise write_error(folder / "lock", error) from None
     with lock:
@@ -359,12 +366,18 @@ def cached_pairs(
     return cache, kept_report(cache.meta, max_tokens)
 
 
+WRITE_NEW = os.O_WRONLY | os.O_CREAT | os.O_TRUNC  # with open_own: no link followed
+
+
 def _encode_into(
     folder: Path, sp, chunks, max_tokens: int | None, threads: int
 ) -> None:
     dtype = np.uint16 if sp.get_piece_size() <= 2**16 else np.int32
     counts, lengths = {"pairs": 0, "kept": 0, "empty": 0, "too_long": 0}, ([], [])
-    files = [open(folder / f"{side}.ids.part", "wb") for side in ("src", "tgt")]
+    files = [
+        os.fdopen(open_own(folder / f"{side}.ids.part", WRITE_NEW), "wb")
+        for side in ("src", "tgt")
+    ]
     with files[0], files[1]:
         for chunk in chunks:
             encoded = [
@@ -389,7 +402,8 @@ def _encode_into(
         raise DataError(f"no pair is left to cache: {kept_report(counts, max_tokens)}")
     for k, side in enumerate(("src", "tgt")):
         offsets = np.concatenate([[0], np.cumsum(np.concatenate(lengths[k]))])
-        (folder / f"{side}.offsets").write_bytes(offsets.astype(np.int64).tobytes())
+        with os.fdopen(open_own(folder / f"{side}.offsets", WRITE_NEW), "wb") as file:
+            file.write(offsets.astype(np.int64).tobytes())
         os.replace(folder / f"{side}.ids.part", folder / f"{side}.ids")
     write_atomically(
         folder / "meta.json",

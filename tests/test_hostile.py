@@ -3,15 +3,30 @@ folder, links planted where the package writes, an output folder that holds a us
 files, damaged fields in the files that a run reads back. Each case checks the exit
 status, the one line said, and that nothing outside what the command owns changed."""
 
+import json
+import os
+import resource
+import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+import torch
 from conftest import HANG, train_argv
+from test_run_folder import hashes, one_line_error
 
-from annotated_transformer import run_data, run_folder, train
+from annotated_transformer import (
+    bundle,
+    checkpoints,
+    evaluate,
+    run_data,
+    run_folder,
+    train,
+    translate,
+)
+from annotated_transformer.model import make_model
 
 TRAIN = [sys.executable, "-m", "annotated_transformer.train"]
 
@@ -71,3 +86,170 @@ def test_a_second_trainer_that_fails_never_removes_the_first_ones_files(
         assert started[0].returncode == 0, (attempt, first_err)
         made = {p.relative_to(run).parts[0] for p in run.rglob("*") if p.is_file()}
         assert {"vocab", "config.json", "checkpoints", "results.json"} <= made, attempt
+
+
+def test_a_link_planted_at_any_path_of_a_run_is_refused_and_its_target_kept(
+    finished_run, text_corpus, tmp_path
+):
+    # every path of a finished and scored run, files and folders
+    scored = tmp_path / "scored"
+    shutil.copytree(finished_run, scored)
+    score = ["--limit", "3", "--beam-size", "1", "--no-progress"]
+    assert evaluate.main(["--run", str(scored), *score]) == 0
+    paths = sorted(p.relative_to(scored) for p in scored.rglob("*"))
+    assert {"eval", "tokens", "train.lock", "metrics.jsonl"} <= {
+        p.parts[0] for p in paths
+    }
+    victim = tmp_path / "victim"
+    for path in paths:
+        shutil.rmtree(victim, ignore_errors=True)
+        victim.mkdir()
+        (victim / "file").write_text("not the run's\n")
+        (victim / "folder").mkdir()
+        (victim / "folder" / "file").write_text("not the run's either\n")
+        before = hashes(victim)
+        run = tmp_path / "run"
+        shutil.rmtree(run, ignore_errors=True)
+        shutil.copytree(scored, run)
+        planted = run / path
+        target = victim / ("folder" if planted.is_dir() else "file")
+        shutil.rmtree(planted) if planted.is_dir() else planted.unlink()
+        planted.symlink_to(target)
+        # training on (two updates more) and scoring again: each stops, or writes
+        # only its own files
+        statuses = [
+            train.main(train_argv(text_corpus, run, 6)),
+            evaluate.main(["--run", str(run), *score]),
+        ]
+        assert set(statuses) <= {0, 2}, (path, statuses)
+        assert hashes(victim) == before, path
+        assert planted.is_symlink(), path
+
+
+def inflated(model_file: Path, out: Path, model: dict | None = None, vocab: int = 0):
+    """A copy of ``model_file`` whose settings describe ``model`` (its weights then
+    stride-0 views of one stored number, of the shapes those settings give), or whose
+    vocabulary claims ``vocab`` bytes stored as one; its fingerprint made to match."""
+    state = torch.load(model_file, weights_only=True)
+    if model:
+        state["settings"]["model"].update(model)
+        config, _ = checkpoints.configs_of({"run": {}, **state["settings"]})
+        with torch.device("meta"):
+            expected = make_model(config).state_dict()
+        state["model"] = {
+            k: torch.zeros(1).expand(v.shape) for k, v in expected.items()
+        }
+    if vocab:
+        state["sentencepiece"] = torch.zeros(1, dtype=torch.uint8).expand(vocab)
+    state["settings_sha256"] = checkpoints.settings_fingerprint(state["settings"])
+    torch.save(state, out)
+    return out
+
+
+def limited_to_4_gb():
+    resource.setrlimit(resource.RLIMIT_AS, (4_000_000 * 1024, 4_000_000 * 1024))
+
+
+def test_a_small_model_file_that_claims_gigabytes_is_refused_before_allocating(
+    finished_run, text_corpus, tmp_path
+):
+    shared = tmp_path / "model.pt"
+    assert bundle.main(["--run", str(finished_run), "-o", str(shared)]) == 0
+    big = {"d_model": 8192, "d_ff": 32768, "n_heads": 16, "n_layers": 3}
+    for damaged, claimed in (
+        (inflated(shared, tmp_path / "big-model.pt", model=big), 19e9),
+        (inflated(shared, tmp_path / "big-vocab.pt", vocab=10 * 2**30), 10 * 2**30),
+    ):
+        assert damaged.stat().st_size < 300_000
+        state = torch.load(damaged, weights_only=True)
+        numbers = sum(t.numel() * t.element_size() for t in state["model"].values())
+        assert numbers + state["sentencepiece"].numel() > claimed
+        translated = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "annotated_transformer.translate",
+                "--checkpoint",
+                str(damaged),
+                "-i",
+                str(text_corpus / "test.en"),
+                "--no-progress",
+            ],
+            capture_output=True,
+            text=True,
+            preexec_fn=limited_to_4_gb,
+            timeout=HANG,
+        )
+        lines = translated.stderr.strip().splitlines()
+        assert translated.returncode == 2 and len(lines) == 1, translated.stderr
+        assert str(damaged) in lines[0] and "Traceback" not in translated.stderr
+
+
+def test_a_model_file_whose_parts_do_not_fit_each_other_is_refused(
+    finished_run, tmp_path, text_corpus, capsys
+):
+    shared = tmp_path / "model.pt"
+    assert bundle.main(["--run", str(finished_run), "-o", str(shared)]) == 0
+    good = torch.load(shared, weights_only=True)
+
+    def translated(state: dict, name: str) -> int:
+        path = tmp_path / name
+        torch.save(state, path)
+        capsys.readouterr()
+        argv = ["--checkpoint", str(path), "-i", str(text_corpus / "test.en")]
+        return translate.main([*argv, "--no-progress"])
+
+    # weights of whole numbers, with the right shapes
+    state = {**good, "model": {k: v.long() for k, v in good["model"].items()}}
+    assert translated(state, "int64.pt") == 2
+    one_line_error(capsys, "int64.pt", "not of a floating-point type")
+    # the fingerprint of the settings deleted
+    state = {k: v for k, v in good.items() if k != "settings_sha256"}
+    assert translated(state, "no-fingerprint.pt") == 2
+    one_line_error(capsys, "no-fingerprint.pt", "fingerprint of them is gone")
+    # a model for 60 pieces with the vocabulary of 80
+    settings = json.loads(json.dumps(good["settings"]))
+    settings["model"]["vocab_size"] = 60
+    config, _ = checkpoints.configs_of({"run": {}, **settings})
+    state = {
+        **good,
+        "settings": settings,
+        "settings_sha256": checkpoints.settings_fingerprint(settings),
+        "model": make_model(config).state_dict(),
+    }
+    assert translated(state, "60-pieces.pt") == 2
+    one_line_error(
+        capsys, "60-pieces.pt", "a vocabulary of 80 pieces for a model of 60"
+    )
+
+
+def test_settings_nested_too_deep_to_fingerprint_are_refused(tmp_path):
+    nested = []
+    for _ in range(50_000):
+        nested = [nested]
+    state = {"settings": {"model": {}, "run": {"x": nested}}, "settings_sha256": "0"}
+    with pytest.raises(checkpoints.CheckpointError, match="bundle the run again"):
+        checkpoints.check_settings_fingerprint(state, tmp_path / "deep.pt")
+
+
+def test_a_file_given_as_a_run_folder_is_named_as_such(text_corpus, capsys):
+    one_file = text_corpus / "test.en"
+    for command in (translate, evaluate):
+        assert command.main(["--run", str(one_file), "--no-progress"]) == 2
+        one_line_error(capsys, f"--run {one_file} is a file, not a run folder")
+
+
+@pytest.mark.parametrize("minutes", ["abc", "nan", "1e300", "0"])
+def test_a_bad_rank_timeout_is_one_line_and_help_still_works(minutes, tmp_path):
+    env = {**os.environ, "AT_RANK_TIMEOUT_MINUTES": minutes}
+    helped = subprocess.run([*TRAIN, "--help"], capture_output=True, text=True, env=env)
+    assert helped.returncode == 0 and "usage" in helped.stdout
+    trained = subprocess.run(
+        [*TRAIN, "--out-dir", str(tmp_path / "run"), "--max-steps", "1"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert trained.returncode == 2 and trained.stderr.count("\n") == 1, trained.stderr
+    assert "AT_RANK_TIMEOUT_MINUTES must be a number" in trained.stderr
+    assert not (tmp_path / "run").exists()
