@@ -175,6 +175,11 @@ def read_settings(path: Path) -> dict:
     saved = read_json(path, CONFIG_REMEDY)
     try:
         configs_of(saved)
+        world = saved.get("world_size", 1)
+        if type(world) is not int or world < 1:
+            raise ValueError(
+                f"world_size must be a whole number of at least 1, got {world!r}"
+            )
     except (TypeError, ValueError) as error:
         raise CheckpointError(
             f"{path} is not the settings a run writes ({error}). {CONFIG_REMEDY}"
@@ -201,15 +206,24 @@ def check_vocabulary(vocab: Path, recorded: dict | None, where: Path) -> None:
         )
 
 
-def check_own_checkpoint(path: Path, state: dict, recorded: dict | None) -> None:
+def check_own_checkpoint(
+    path: Path, state: dict, recorded: dict | None, where: Path | None = None
+) -> None:
     """Refuse a checkpoint of another run found among the run's own: its identity,
-    or its model settings, differ from what the run ``recorded``."""
+    or its model settings, differ from what the run ``recorded`` (in the file
+    ``where``). A checkpoint of the same identity whose model settings differ points
+    at the record instead: ``where`` was edited."""
     theirs = state.get("settings") if isinstance(state, dict) else None
     if recorded is None or not isinstance(theirs, dict):
         return
     ours_id, their_id = recorded.get("run_id"), theirs.get("run_id")
     model = theirs.get("model") if isinstance(theirs.get("model"), dict) else {}
     differs = [option(k) for k, v in recorded["model"].items() if model.get(k, v) != v]
+    if differs and where is not None and ours_id and ours_id == their_id:
+        raise CheckpointError(
+            f"{where} was edited: its model settings ({', '.join(differs)}) differ "
+            f"from those the run's checkpoints trained with. {CONFIG_REMEDY}"
+        )
     if differs or (ours_id and their_id and ours_id != their_id):
         reason = f"other model settings: {', '.join(differs)}" if differs else ""
         raise CheckpointError(
@@ -409,18 +423,18 @@ def load_model(paths: list[Path], device: str = "cpu", fast=None):
             check_settings_fingerprint(last, paths[-1])
         # every checkpoint must be one of the run's: the run that config.json
         # records, or else the one the newest checkpoint comes from
-        recorded = paths[-1].parent.parent / "config.json"
-        recorded = read_settings(recorded) if recorded.is_file() else settings
+        where = paths[-1].parent.parent / "config.json"
+        recorded = read_settings(where) if where.is_file() else settings
 
         def weights(path: Path, file) -> dict:
             """An earlier checkpoint's weights, checked as the newest was."""
             state = load_checkpoint(path, file)
             checked_config(state, path, advice)
-            check_own_checkpoint(path, state, recorded)
+            check_own_checkpoint(path, state, recorded, where)
             return state["model"]
 
         if not bundled:
-            check_own_checkpoint(paths[-1], last, recorded)
+            check_own_checkpoint(paths[-1], last, recorded, where)
         fast = fast or speed.fast_paths(device)
         model = make_model(speed.model_config(config, fast))
         # the newest first, then the earlier ones, one at a time

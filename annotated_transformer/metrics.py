@@ -41,7 +41,14 @@ class MetricsLog:
         again, so that the steps in the log only go up."""
         if not self.enabled or not self.path.is_file():
             return
-        lines = self.path.read_text(encoding="utf-8").splitlines(keepends=True)
+        try:
+            lines = self.path.read_text(encoding="utf-8").splitlines(keepends=True)
+        except UnicodeDecodeError as error:
+            raise ValueError(
+                f"{self.path} is not the UTF-8 text this package writes (byte "
+                f"{error.start:,}); move it out of the run folder, and the run resumes "
+                "with a new log"
+            ) from None
         kept = [line for line in lines if step_of_line(line) <= step]
         if len(kept) < len(lines):
             write_atomically(self.path, "".join(kept))
@@ -63,5 +70,5 @@ def step_of_line(line: str) -> int:
     """The update a metrics line belongs to (0 for a line that is not a record)."""
     try:
         return int(json.loads(line).get("step", 0))
-    except (ValueError, AttributeError, TypeError):
+    except (ValueError, AttributeError, TypeError, OverflowError):  # 1e999: inf
         return 0

@@ -22,6 +22,7 @@ import torch.distributed as dist
 from annotated_transformer import data
 from annotated_transformer.checkpoints import (
     LEFTOVER,
+    CheckpointError,
     check_own_checkpoint,
     check_vocabulary,
     checked_config,
@@ -32,6 +33,7 @@ from annotated_transformer.checkpoints import (
     read_settings,
     remove_leftovers,
     save_checkpoint,
+    step_of,
 )
 from annotated_transformer.config import RunConfig, TransformerConfig, option
 from annotated_transformer.devices import resolve_device
@@ -69,6 +71,21 @@ def rng_state(device: str) -> dict:
         "cpu": torch.get_rng_state(),
         "cuda": torch.cuda.get_rng_state() if on_gpu else None,
     }
+
+
+def check_optimizer_state(optimizer) -> None:
+    """Refuse an optimizer state whose running means do not have their weight's
+    shape: loading takes them as they are, and the first update would fail."""
+    for group in optimizer.param_groups:
+        for weight in group["params"]:
+            for key, value in optimizer.state.get(weight, {}).items():
+                if not isinstance(value, torch.Tensor):
+                    raise TypeError(f"{key} is a {type(value).__name__}, not a tensor")
+                if value.dim() > 0 and value.shape != weight.shape:
+                    raise ValueError(
+                        f"{key} of shape {tuple(value.shape)} for a weight of shape "
+                        f"{tuple(weight.shape)}"
+                    )
 
 
 def set_rng_state(state: dict) -> None:
@@ -159,7 +176,7 @@ def resume_point(out_dir: Path) -> tuple:
     checked_config(state, latest, "Delete it to resume from the one before.")
     # a deleted config.json: the checkpoint's copy of the settings stands in
     recorded = recorded or (state["settings"], latest)
-    check_own_checkpoint(latest, state, recorded[0])
+    check_own_checkpoint(latest, state, *recorded)
     return (latest, state), recorded
 
 
@@ -226,12 +243,31 @@ class RunFolder:
             self.log.cut_back(0)  # the lines of a start that saved no checkpoint
             return Position()
         (path, state), self.resume = self.resume, None  # loaded: the copy can go
-        for name, part in parts.items():
-            part.load_state_dict(state[name])
-        # A process the run did not have before (it moved to more processes) takes
-        # rank 0's stream of random numbers.
-        streams = state["rng"]
-        set_rng_state(streams[self.rank] if self.rank < len(streams) else streams[0])
+        what = "update number"
+        try:  # every part is checked before the first update uses it
+            at = Position(
+                **{k: state[k] for k in Position.__dataclass_fields__ if k in state}
+            )
+            if type(at.step) is not int or at.step != step_of(path):
+                raise ValueError(
+                    f"update {at.step!r} in a file named for {step_of(path)}"
+                )
+            for what, part in parts.items():
+                part.load_state_dict(state[what])
+            check_optimizer_state(parts["optimizer"])
+            # A process the run did not have before (it moved to more processes)
+            # takes rank 0's stream of random numbers.
+            what, streams = "random-number state", state["rng"]
+            set_rng_state(
+                streams[self.rank] if self.rank < len(streams) else streams[0]
+            )
+        except (KeyError, TypeError, ValueError, RuntimeError, IndexError) as error:
+            reason = (str(error).strip().splitlines() or ["no message"])[0][:160]
+            raise CheckpointError(
+                f"{path} cannot be resumed from: its {what} is damaged "
+                f"({type(error).__name__}: {reason}). Delete it to resume from the "
+                "previous checkpoint in the same folder."
+            ) from None
         self.say(
             f"resumed from {path} at update {state['step']}"
             + (
@@ -241,10 +277,8 @@ class RunFolder:
                 "counts the updates from here (tools/replay_compute.py: all)"
             )
         )
-        self.log.cut_back(state["step"])
-        return Position(
-            **{k: state[k] for k in Position.__dataclass_fields__ if k in state}
-        )
+        self.log.cut_back(at.step)
+        return at
 
     def save(self, at: Position, parts: dict, scheduled: bool) -> None:
         """Write a scheduled checkpoint (kept for averaging) or a resume one (at a

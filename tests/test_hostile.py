@@ -253,3 +253,89 @@ def test_a_bad_rank_timeout_is_one_line_and_help_still_works(minutes, tmp_path):
     assert trained.returncode == 2 and trained.stderr.count("\n") == 1, trained.stderr
     assert "AT_RANK_TIMEOUT_MINUTES must be a number" in trained.stderr
     assert not (tmp_path / "run").exists()
+
+
+def resumed(corpus: Path, run: Path, capsys) -> tuple[int, str]:
+    """Train ``run`` on to update 6; (exit status, what it said on standard error)."""
+    capsys.readouterr()
+    status = train.main(train_argv(corpus, run, 6))
+    return status, capsys.readouterr().err
+
+
+def damaged_checkpoint(run: Path, change) -> Path:
+    path = run / "checkpoints" / "step-0000004.pt"
+    state = torch.load(path, weights_only=True)
+    change(state)
+    torch.save(state, path)
+    return path
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda s: s.pop("optimizer"),
+        lambda s: s.update(rng=[5]),
+        lambda s: s["rng"][0].update(cpu=torch.zeros(3, dtype=torch.uint8)),
+        lambda s: s.update(step="abc"),
+        lambda s: s.update(step=40),
+        lambda s: s["optimizer"]["state"][0].update(exp_avg=torch.zeros(3)),
+        lambda s: s.update(scheduler={"base_lrs": "x"}),
+    ],
+    ids=[
+        "no-optimizer",
+        "rng-5",
+        "rng-3-bytes",
+        "step-abc",
+        "step-40",
+        "exp-avg",
+        "scheduler",
+    ],
+)
+def test_a_damaged_part_of_the_newest_checkpoint_says_delete_it(
+    run, text_corpus, capsys, change
+):
+    path = damaged_checkpoint(run, change)
+    before = hashes(run)
+    status, err = resumed(text_corpus, run, capsys)
+    assert status == 2 and "Traceback" not in err and len(err.splitlines()) == 1, err
+    assert f"{path} cannot be resumed from" in err and "Delete it" in err
+    assert hashes(run) == before
+
+
+@pytest.mark.parametrize("world", [0, "2", None, True])
+def test_an_edited_world_size_names_config_json(run, text_corpus, capsys, world):
+    config = run / "config.json"
+    settings = json.loads(config.read_text())
+    config.write_text(json.dumps({**settings, "world_size": world}))
+    status, err = resumed(text_corpus, run, capsys)
+    assert status == 2 and len(err.splitlines()) == 1, err
+    assert f"{config} is not the settings a run writes" in err and "world_size" in err
+
+
+def test_an_edited_model_setting_names_config_json_not_the_checkpoints(
+    run, text_corpus, capsys
+):
+    config = run / "config.json"
+    settings = json.loads(config.read_text())
+    settings["model"]["d_model"] = 64
+    config.write_text(json.dumps(settings))
+    status, err = resumed(text_corpus, run, capsys)
+    assert status == 2 and len(err.splitlines()) == 1, err
+    assert f"{config} was edited" in err and "--d-model" in err
+    assert "move it out" not in err
+
+
+def test_a_metrics_log_with_a_huge_step_or_other_bytes_is_handled(
+    run, text_corpus, capsys
+):
+    log = run / "metrics.jsonl"
+    with log.open("a") as file:
+        file.write('{"step": 1e999}\n')
+    status, err = resumed(text_corpus, run, capsys)
+    assert status == 0 and "Traceback" not in err, err
+    log.write_bytes(log.read_bytes() + b"\xea\n")
+    status, err = resumed(text_corpus, run, capsys)
+    assert status == 0  # finished: the score is read, the log is not
+    status, err = train.main(train_argv(text_corpus, run, 8)), capsys.readouterr().err
+    assert status == 2 and len(err.splitlines()) == 1, err
+    assert f"{log} is not the UTF-8 text" in err
