@@ -237,22 +237,54 @@ def compiled(model, shapes: int = 0, backend="inductor"):
 
 
 # --- from book/20_appendix_speed_training.md ---
+class DamagedCache(DataError):
+    """A token cache whose files do not hold what its ``meta.json`` says."""
+
+
 class TokenCache:
     """A corpus's pairs as token ids in memory-mapped files: per side, one flat file of
     ids and one of the offsets where each sentence starts. ``cache[i]`` is (source ids,
     target ids), as in the lists of ``encode_pairs``; processes that map the same files
     share their pages instead of each holding a copy."""
 
-    def __init__(self, folder: Path):
-        self.folder, self.meta = folder, json.loads((folder / "meta.json").read_text())
-        self.ids = [
-            np.memmap(folder / f"{side}.ids", dtype=self.meta["dtype"], mode="r")
-            for side in ("src", "tgt")
-        ]
-        self.offsets = [
-            np.memmap(folder / f"{side}.offsets", dtype=np.int64, mode="r")
-            for side in ("src", "tgt")
-        ]
+    def __init__(self, folder: Path, pieces: int | None = None):
+        """Map the cache in ``folder``, checked whole first: a damaged file is one
+        error that says to delete the run's token caches, which are made again. With
+        ``pieces`` (the vocabulary's size), every id must be below it."""
+        self.folder = folder
+        try:
+            self.meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
+            if self.meta.get("dtype") not in ("uint16", "int32"):
+                raise ValueError(f"meta.json's dtype is {self.meta.get('dtype')!r}")
+            kept = self.meta.get("kept")
+            if type(kept) is not int or kept < 1:
+                raise ValueError(f"meta.json's count of kept pairs is {kept!r}")
+            self.ids, self.offsets = [], []
+            for side in ("src", "tgt"):
+                self.ids.append(self._mapped(f"{side}.ids", self.meta["dtype"], None))
+                offsets = self._mapped(f"{side}.offsets", np.int64, kept + 1)
+                if offsets[0] != 0 or offsets[-1] != len(self.ids[-1]):
+                    raise ValueError(f"{side}.offsets does not span {side}.ids")
+                if (np.diff(offsets) < 0).any():
+                    raise ValueError(f"{side}.offsets goes back")
+                if pieces and len(self.ids[-1]) and self.ids[-1].max() >= pieces:
+                    raise ValueError(f"{side}.ids holds ids beyond the vocabulary")
+                self.offsets.append(offsets)
+        except (OSError, ValueError, AttributeError, TypeError) as error:
+            raise DamagedCache(
+                f"the token cache {folder} is damaged ({error}); delete "
+                f"{folder.parent}, and the run makes it again"
+            ) from None
+
+    def _mapped(self, name: str, dtype, count: int | None) -> np.ndarray:
+        """The file ``name`` mapped as ``count`` numbers of ``dtype`` (any count if
+        None), refused if its size says otherwise."""
+        size, width = (self.folder / name).stat().st_size, np.dtype(dtype).itemsize
+        if size % width or (count is not None and size != count * width):
+            raise ValueError(f"{name} has {size:,} bytes")
+        if size == 0:  # a file of no bytes cannot be mapped
+            return np.zeros(0, dtype=dtype)
+        return np.memmap(self.folder / name, dtype=dtype, mode="r")
 
     def __len__(self) -> int:
         return len(self.offsets[0]) - 1
@@ -319,7 +351,7 @@ def token_cache(
     how many of each. A cache that is complete is only read (its folder may be
     read-only)."""
     if (folder / "meta.json").is_file():
-        return TokenCache(folder)
+        return TokenCache(folder, sp.get_piece_size())
     try:
         folder.mkdir(parents=True, exist_ok=True)
         lock = os.fdopen(open_own(folder / "lock", os.O_WRONLY | os.O_CREAT), "w")
@@ -340,7 +372,7 @@ def token_cache(
                 if isinstance(error, OSError) and not isinstance(error, WriteError):
                     raise write_error(folder, error) from None
                 raise
-    return TokenCache(folder)
+    return TokenCache(folder, sp.get_piece_size())
 
 
 def cached_pairs(
@@ -361,6 +393,8 @@ def cached_pairs(
             (pairs[k : k + chunk] for k in range(0, len(pairs), chunk)),
             max_tokens,
         )
+    except DamagedCache:
+        raise
     except DataError as nothing_kept:  # the caller says which option to change
         return [], str(nothing_kept).removeprefix("no pair is left to cache: ")
     return cache, kept_report(cache.meta, max_tokens)

@@ -339,3 +339,33 @@ def test_a_metrics_log_with_a_huge_step_or_other_bytes_is_handled(
     status, err = train.main(train_argv(text_corpus, run, 8)), capsys.readouterr().err
     assert status == 2 and len(err.splitlines()) == 1, err
     assert f"{log} is not the UTF-8 text" in err
+
+
+def flipped(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    data[10:14] = b"\xff\xff\xff\xff"
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize(
+    "name, damage",
+    [
+        ("src.ids", flipped),
+        ("src.ids", lambda p: p.write_bytes(p.read_bytes()[:-20])),
+        ("meta.json", lambda p: p.write_text("{bad")),
+        ("meta.json", lambda p: p.write_text('{"dtype": "object", "kept": 400}')),
+        ("src.offsets", lambda p: p.write_bytes(b"")),
+    ],
+    ids=["flipped", "truncated", "bad-json", "object-dtype", "empty-offsets"],
+)
+def test_a_damaged_token_cache_says_to_delete_the_caches(
+    run, text_corpus, capsys, name, damage
+):
+    (cache,) = (run / "tokens").iterdir()
+    damage(cache / name)
+    status, err = resumed(text_corpus, run, capsys)
+    assert status == 2 and "Traceback" not in err and len(err.splitlines()) == 1, err
+    assert f"the token cache {cache} is damaged" in err
+    assert f"delete {run / 'tokens'}" in err
+    shutil.rmtree(run / "tokens")  # as the message says: then the run goes on
+    assert resumed(text_corpus, run, capsys)[0] == 0
