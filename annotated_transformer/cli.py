@@ -95,12 +95,14 @@ def command(main=None, *, parser=None, also: tuple = ()):
             )
             return INTERRUPTED
         except (DataError, CheckpointError, ValueError, WriteError, *also) as error:
-            print(f"error: {error}", file=sys.stderr)
+            # printable: a name read from a file may hold an escape sequence, and one
+            # line: a line break in it is shown as \n
+            print(f"error: {printable(str(error))}", file=sys.stderr)
             return BAD_INPUT
         except (MemoryError, RuntimeError) as error:
             if not out_of_memory(error):
                 raise
-            print(f"error: {out_of_memory(error)}", file=sys.stderr)
+            print(f"error: {printable(out_of_memory(error))}", file=sys.stderr)
             return BAD_INPUT
 
     return run

@@ -124,16 +124,31 @@ class ThreadChooser:
 
 
 def fixed_threads() -> int:
-    """The thread count the user fixed with ``OMP_NUM_THREADS``, else 0."""
-    value = os.environ.get("OMP_NUM_THREADS", "").strip()
+    """The thread count the user fixed with ``OMP_NUM_THREADS``, else 0. OpenMP also
+    takes a list, one count per level of nesting ("4,2"): PyTorch's is the first."""
+    value = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
     return int(value) if value.isdigit() and int(value) > 0 else 0
+
+
+def set_threads(threads: int) -> None:
+    """Use ``threads`` CPU threads, at most as many as the machine has: more only
+    make each wait for the others."""
+    cores = os.cpu_count() or 1
+    if threads > cores:
+        raise ValueError(
+            f"--threads {threads} is more than the {cores} CPU threads this machine "
+            "has; give at most that"
+        )
+    torch.set_num_threads(threads)
 
 
 def training_threads(device: str, threads: int, world: int, say) -> ThreadChooser:
     """``--threads N`` or ``OMP_NUM_THREADS`` fixes the count; so do a GPU and many
     processes (each waits for the others). Otherwise the count is timed."""
     if threads:
-        torch.set_num_threads(threads)
+        set_threads(threads)
+    elif fixed_threads():
+        torch.set_num_threads(fixed_threads())
     if threads or fixed_threads() or device != "cpu" or world > 1:
         return ThreadChooser(candidates=[torch.get_num_threads()], say=say)
     return ThreadChooser(candidates=thread_counts(torch.get_num_threads()), say=say)
@@ -149,6 +164,8 @@ def decoding_threads(device: str, threads: int) -> None:
     """``--threads N`` or ``OMP_NUM_THREADS`` fixes the count; otherwise a CPU decodes
     with PyTorch's default, or fewer when other programs keep cores busy."""
     if threads:
-        torch.set_num_threads(threads)
-    elif device == "cpu" and not fixed_threads():
+        set_threads(threads)
+    elif fixed_threads():
+        torch.set_num_threads(fixed_threads())
+    elif device == "cpu":
         torch.set_num_threads(min(torch.get_num_threads(), free_cores()))

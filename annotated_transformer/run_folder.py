@@ -339,6 +339,7 @@ AFTER_TRAINING = (
     "valid_every",
     "save_every",
     "save_every_minutes",
+    "keep_checkpoints",
     "log_every",
     "eval_batch_tokens",
     "average",

@@ -122,6 +122,14 @@ def capture(
         fast = speed.decoding(settings, device)  # the key/value cache
         target = translate_sentences(model, sp, [source], device, fast)[0]
     src_ids, tgt_ids = sp.encode(source) + [data.EOS], [data.BOS] + sp.encode(target)
+    # before the masks: a target of n pieces would make an n x n one
+    limit = min(m.max_len for m in model.modules() if hasattr(m, "max_len"))
+    for what, ids in (("sentence", src_ids), ("target", tgt_ids)):
+        if len(ids) > limit:
+            raise ValueError(
+                f"the {what} has {len(ids):,} pieces, more than the {limit:,} "
+                "positions this model covers: give a shorter one"
+            )
     src = torch.tensor([src_ids], device=device)
     tgt = torch.tensor([tgt_ids], device=device)
     maps = attention_maps(
@@ -263,7 +271,8 @@ def load_attention(path: Path) -> tuple[list[SentenceAttention], dict]:
             f"damaged ({type(error).__name__}: {error}); capture the weights again "
             "with --save"
         ) from None
-    return sentences, meta["about"]
+    about = meta.get("about") or {}
+    return sentences, about if isinstance(about, dict) else {}
 
 
 HEAD_COLOURS = plt.get_cmap("tab10").colors
@@ -1085,7 +1094,16 @@ def draw(args, sentences: list[SentenceAttention]) -> None:
 
 @command(parser=build_parser)
 def main(args: argparse.Namespace) -> int:
-    for path, option in ((args.output, "-o"), (args.save, "--save")):
+    if args.stored and args.save is not None:
+        raise ValueError(
+            f"--save stores weights captured from a model, and {args.stored} holds "
+            "stored ones already: copy the file instead"
+        )
+    for path, option in (
+        (args.output, "-o"),
+        (args.save, "--save"),
+        (args.measure, "--measure"),
+    ):
         if path is not None:
             check_writable(path, option)  # before any work, as in translate
     if args.output is not None or args.format is not None:

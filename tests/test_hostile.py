@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from conftest import HANG, train_argv
@@ -20,11 +21,14 @@ from test_run_folder import hashes, one_line_error
 from annotated_transformer import (
     bundle,
     checkpoints,
+    cli,
+    devices,
     evaluate,
     run_data,
     run_folder,
     train,
     translate,
+    visualize,
 )
 from annotated_transformer.model import make_model
 
@@ -369,3 +373,106 @@ def test_a_damaged_token_cache_says_to_delete_the_caches(
     assert f"delete {run / 'tokens'}" in err
     shutil.rmtree(run / "tokens")  # as the message says: then the run goes on
     assert resumed(text_corpus, run, capsys)[0] == 0
+
+
+def test_every_error_line_is_printable_and_one_line(capsys):
+    @cli.command
+    def hostile(argv):
+        raise ValueError("named \x1b]0;retitled\x07 in\na file")
+
+    assert hostile([]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "\x1b" not in err and "\x07" not in err
+    assert "\\x1b]0;retitled\\x07 in\\na file" in err
+
+
+def test_a_stored_files_labels_reach_the_terminal_escaped(tmp_path, capsys):
+    hostile = "\x1b]0;retitled\x07"
+    weights = {
+        "encoder": np.full((1, 1, 2, 2), 0.5),
+        "decoder": np.full((1, 1, 2, 2), 0.5),
+        "cross": np.full((1, 1, 2, 2), 0.5),
+    }
+    sentence = visualize.SentenceAttention(
+        source="a",
+        target="b",
+        src_labels=[hostile, "</s>"],
+        tgt_labels=["<s>", "b"],
+        **weights,
+    )
+    stored = tmp_path / "foreign.npz"
+    visualize.save_attention(stored, [sentence])
+    argv = ["--stored", str(stored), "--query", "x", "-o", str(tmp_path / "f.png")]
+    assert visualize.main(argv) == 2
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "\x07" not in err and "\\x1b]0;retitled" in err
+
+
+def stored_attention(tmp_path: Path, about: dict | None = None) -> Path:
+    weights = {k: np.full((1, 1, 2, 2), 0.5) for k in ("encoder", "decoder", "cross")}
+    sentence = visualize.SentenceAttention(
+        source="a",
+        target="b",
+        src_labels=["a", "</s>"],
+        tgt_labels=["<s>", "b"],
+        **weights,
+    )
+    stored = tmp_path / "stored.npz"
+    visualize.save_attention(stored, [sentence], about)
+    return stored
+
+
+def test_stored_weights_without_a_record_draw_and_are_not_saved_again(tmp_path, capsys):
+    stored = stored_attention(tmp_path)
+    with np.load(stored) as arrays:  # a file whose meta has no "about"
+        files = dict(arrays)
+    meta = json.loads(str(files["meta"]))
+    del meta["about"]
+    files["meta"] = np.array(json.dumps(meta))
+    np.savez(tmp_path / "no-about.npz", **files)
+    figure = tmp_path / "f.png"
+    argv = ["--stored", str(tmp_path / "no-about.npz"), "-o", str(figure)]
+    assert visualize.main(argv) == 0 and figure.is_file()
+    copy = tmp_path / "copy.npz"
+    assert visualize.main(["--stored", str(stored), "--save", str(copy)]) == 2
+    one_line_error(capsys, "copy the file instead")
+    assert not copy.exists()
+
+
+def test_a_target_longer_than_the_model_covers_is_refused_before_its_mask(
+    run, tmp_path, capsys
+):
+    target = " ".join(["Hund"] * 1100)
+    argv = [
+        "--run",
+        str(run),
+        "Ein Hund.",
+        "--target",
+        target,
+        "-o",
+        str(tmp_path / "f.png"),
+    ]
+    assert visualize.main([*argv, "--no-progress"]) == 2
+    one_line_error(capsys, "the target has", "positions this model covers")
+
+
+def test_a_resumed_run_may_keep_more_checkpoints_to_average_more(
+    run, text_corpus, capsys
+):
+    # the run kept 2 checkpoints to average 2; it goes on keeping 3 to average 3
+    more = ["--keep-checkpoints", "3", "--average", "3"]
+    assert train.main([*train_argv(text_corpus, run, 6), *more]) == 0
+    assert "average of the checkpoints of updates 2, 4, 6" in capsys.readouterr().out
+
+
+def test_more_threads_than_the_machine_has_are_refused(run, text_corpus, capsys):
+    argv = ["--run", str(run), "-i", str(text_corpus / "test.en"), "--no-progress"]
+    assert translate.main([*argv, "--threads", "10000"]) == 2
+    one_line_error(capsys, "--threads 10000 is more than the")
+
+
+def test_an_openmp_list_of_thread_counts_fixes_the_first(monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "4,2")
+    assert devices.fixed_threads() == 4
+    monkeypatch.setenv("OMP_NUM_THREADS", "abc")
+    assert devices.fixed_threads() == 0
