@@ -33,8 +33,12 @@ LAB_OPTIONS := '--ContentsManager.hide_globs=["__pycache__","*.pyc",".ipynb_chec
 AT_SCALE ?= laptop
 # The chapters run inside book/: a data folder given relative to where make was called is passed
 # on as an absolute path.
+# (override: a value given on make's command line is made absolute too; a name with spaces
+# stays one name)
 ifneq ($(AT_DATA_DIR),)
-export AT_DATA_DIR := $(abspath $(AT_DATA_DIR))
+override AT_DATA_DIR := $(shell d='$(AT_DATA_DIR)'; [ "$${d#/}" != "$$d" ] && printf '%s' "$$d" \
+  || printf '%s/%s' '$(CURDIR)' "$$d")
+export AT_DATA_DIR
 endif
 
 .PHONY: help demo copy bench bench-smoke lab test export check format book book-check clean
@@ -53,7 +57,7 @@ $(CORE): pyproject.toml
 	$(BIN)/python -m pip install -e .
 	touch $(CORE)
 
-$(FULL): $(CORE)
+$(FULL): $(CORE) pyproject.toml
 	@echo "== installing the book and test tools: jupyter-book, jupytext, altair, pytest, nbmake, ruff, CTranslate2"
 	$(BIN)/python -m pip install -e ".[book,dev]"
 	touch $(FULL)

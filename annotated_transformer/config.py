@@ -7,6 +7,7 @@ dataclasses, and every named preset."""
 
 import math
 import os
+import re
 from dataclasses import asdict, dataclass, field, fields, replace
 
 
@@ -336,6 +337,9 @@ class RunConfig:
         return checked_replace(self, **changes)
 
 
+PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+
+
 def check_run_config(run: RunConfig) -> None:
     """Refuse a bad setting, naming its option, before any work starts."""
     positive = (
@@ -381,6 +385,14 @@ def check_run_config(run: RunConfig) -> None:
             f"--keep-checkpoints {run.keep_checkpoints} keeps fewer checkpoints "
             f"than the {run.average} to --average"
         )
+    # a split is a file name inside the corpus's folder, never a path out of it
+    for name in ("test_split", "corpus", "src_lang", "tgt_lang"):
+        value = getattr(run, name)
+        if not isinstance(value, str) or not PLAIN_NAME.fullmatch(value):
+            raise ValueError(
+                f"{option(name)} must be a name of letters, digits, '_', '-' and '.' "
+                f"that starts with a letter or digit, got {value!r}"
+            )
 
 
 # Smaller than the paper's base and regularised harder, for 29,000 sentence pairs

@@ -362,8 +362,7 @@ def load_europarl(split: str, src: str, tgt: str, data_dir: Path):
     corpus (1.9 million pairs) less the same 1,000."""
     if {src, tgt} != {"en", "de"}:
         raise DataError("the Europarl corpus here is DE-EN only")
-    if split not in ("train", "valid", "full"):
-        raise DataError(f"Europarl has the splits train, valid and full, not {split!r}")
+    check_split("europarl", split)
     en, de = _europarl_files(data_dir, first_only=split != "full")
     pairs = read_parallel(en, de)
     if len(pairs) < EUROPARL_FIRST:
@@ -380,10 +379,7 @@ def load_europarl(split: str, src: str, tgt: str, data_dir: Path):
 
 def load_figure(split: str, src: str, tgt: str, data_dir: Path):
     """Europarl's ``train`` with the folders of ``FIGURE_FOLDERS``, or its ``valid``."""
-    if split not in ("train", "valid"):
-        raise DataError(
-            f"the figure corpus has the splits train and valid, not {split!r}"
-        )
+    check_split("figure", split)
     pairs = load_europarl(split, src, tgt, data_dir)
     if split == "valid":
         return pairs
@@ -392,7 +388,9 @@ def load_figure(split: str, src: str, tgt: str, data_dir: Path):
     }
     read = [f"{len(pairs):,} from europarl-v7-sample"]
     for folder in FIGURE_FOLDERS:
-        more = load_text("train", src, tgt, data_dir / "extra-en-de" / folder)
+        more = load_text(
+            "train", src, tgt, data_dir / "extra-en-de" / folder, corpus="figure"
+        )
         kept = [p for p in more if p[0] not in held_out and p[1] not in held_out]
         read.append(f"{len(kept):,} from {folder}")
         pairs += kept
@@ -400,8 +398,11 @@ def load_figure(split: str, src: str, tgt: str, data_dir: Path):
     return pairs
 
 
-def load_text(split: str, src: str, tgt: str, data_dir: Path) -> list[tuple[str, str]]:
-    """Any corpus as ``{split}.{lang}`` files (gzipped or not) in the data directory."""
+def load_text(
+    split: str, src: str, tgt: str, data_dir: Path, corpus: str = "text"
+) -> list[tuple[str, str]]:
+    """Any corpus as ``{split}.{lang}`` files (gzipped or not) in the data directory
+    (``corpus``: the --corpus whose files they are)."""
     for suffix in ("", ".gz"):
         files = (
             data_dir / f"{split}.{src}{suffix}",
@@ -411,7 +412,7 @@ def load_text(split: str, src: str, tgt: str, data_dir: Path) -> list[tuple[str,
             return read_parallel(*files)
     raise DataError(
         f"expected {data_dir}/{split}.{src} and {data_dir}/{split}.{tgt} (or .gz) for "
-        "--corpus text"
+        f"--corpus {corpus}"
     )
 
 
@@ -432,8 +433,23 @@ def load_pairs(
         raise DataError(
             f"unknown corpus {corpus!r}; choose one of: {', '.join(CORPORA)}"
         )
-    if corpus == "multi30k" and split not in MULTI30K_SPLITS:
-        raise DataError(
-            f"Multi30k has the splits {', '.join(MULTI30K_SPLITS)}, not {split!r}"
-        )
+    check_split(corpus, split)
     return loaders[corpus](split, src, tgt, data_dir)
+
+
+# The splits of the corpora that have fixed ones (WMT14's test sets and a text
+# corpus's files go by their names).
+SPLITS = {
+    "multi30k": tuple(MULTI30K_SPLITS),
+    "europarl": ("train", "valid", "full"),
+    "figure": ("train", "valid"),
+}
+
+
+def check_split(corpus: str, split: str) -> None:
+    """Refuse a split that ``corpus`` does not have, naming those it has."""
+    if corpus in SPLITS and split not in SPLITS[corpus]:
+        raise DataError(
+            f"the {corpus} corpus has the splits {', '.join(SPLITS[corpus])}, not "
+            f"{split!r}"
+        )

@@ -123,6 +123,12 @@ def load_splits(run: RunConfig, train: bool = True) -> tuple[list, list]:
     """The training (none unless ``train``) and validation pairs as text; a bad file is
     an error before any write."""
     data_dir = Path(run.data_dir) if run.data_dir else None
+    # the split scored after training, checked before it (a text corpus's files are
+    # read there)
+    try:
+        corpora.check_split(run.corpus, run.test_split)
+    except data.DataError as error:
+        raise data.DataError(f"--test-split: {error}") from None
     train_pairs = (
         corpora.load_pairs(
             run.corpus, run.train_split, run.src_lang, run.tgt_lang, data_dir

@@ -340,6 +340,7 @@ AFTER_TRAINING = (
     "save_every",
     "save_every_minutes",
     "keep_checkpoints",
+    "test_split",
     "log_every",
     "eval_batch_tokens",
     "average",

@@ -256,9 +256,11 @@ class TokenCache:
             self.meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
             if self.meta.get("dtype") not in ("uint16", "int32"):
                 raise ValueError(f"meta.json's dtype is {self.meta.get('dtype')!r}")
-            kept = self.meta.get("kept")
-            if type(kept) is not int or kept < 1:
-                raise ValueError(f"meta.json's count of kept pairs is {kept!r}")
+            for count in ("pairs", "kept", "empty", "too_long"):
+                value = self.meta.get(count)
+                if type(value) is not int or value < (count == "kept"):
+                    raise ValueError(f"meta.json's {count} is {value!r}")
+            kept = self.meta["kept"]
             self.ids, self.offsets = [], []
             for side in ("src", "tgt"):
                 self.ids.append(self._mapped(f"{side}.ids", self.meta["dtype"], None))

@@ -71,6 +71,7 @@ def interactive(translator: Translator) -> None:
                 file=sys.stderr,
                 flush=True,
             )
+            print(flush=True)  # still one output line for each line in
             continue
         print(
             "".join(translate_lines(translator, split_lines(line))),

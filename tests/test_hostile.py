@@ -476,3 +476,65 @@ def test_an_openmp_list_of_thread_counts_fixes_the_first(monkeypatch):
     assert devices.fixed_threads() == 4
     monkeypatch.setenv("OMP_NUM_THREADS", "abc")
     assert devices.fixed_threads() == 0
+
+
+def test_a_test_split_in_a_model_file_that_leads_out_of_the_data_is_refused(
+    finished_run, tmp_path, text_corpus, capsys
+):
+    shared = tmp_path / "model.pt"
+    assert bundle.main(["--run", str(finished_run), "-o", str(shared)]) == 0
+    state = torch.load(shared, weights_only=True)
+    state["settings"]["run"]["test_split"] = "../../victim/x"
+    state["settings"]["run"]["data_dir"] = str(text_corpus)
+    state["settings_sha256"] = checkpoints.settings_fingerprint(state["settings"])
+    torch.save(state, shared)
+    capsys.readouterr()
+    assert evaluate.main(["--checkpoint", str(shared), "--no-progress"]) == 2
+    one_line_error(
+        capsys, str(shared), "--test-split must be a name", "'../../victim/x'"
+    )
+    assert not (tmp_path / "model.eval").exists()
+
+
+def test_a_test_split_the_corpus_lacks_is_refused_before_training(tmp_path, capsys):
+    run = tmp_path / "run"
+    argv = ["--corpus", "figure", "--data-dir", str(tmp_path), "--out-dir", str(run)]
+    assert train.main(argv) == 2
+    one_line_error(
+        capsys,
+        "--test-split: the figure corpus has the splits train, valid, not 'test'",
+    )
+    assert not run.exists()
+    # its folders missing, the figure corpus names itself
+    assert train.main([*argv, "--test-split", "valid"]) == 2
+    assert "--corpus text" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("given", ["rel dir", "rel", "/abs/with space"])
+@pytest.mark.parametrize("where", ["environment", "command line"])
+def test_the_makefile_passes_the_data_folder_on_whole_and_absolute(given, where):
+    root = Path(__file__).resolve().parent.parent
+    show = ["make", "-s", "--eval", 'show: ; @printf "%s" "$$AT_DATA_DIR"', "show"]
+    env = {**os.environ, "AT_DATA_DIR": given}
+    if where == "command line":
+        show.append(f"AT_DATA_DIR={given}")
+        env.pop("AT_DATA_DIR")
+    shown = subprocess.run(show, cwd=root, env=env, capture_output=True, text=True)
+    assert shown.stdout == (given if given.startswith("/") else f"{root}/{given}")
+
+
+def test_the_instrument_check_refuses_its_output_and_steps_before_training(tmp_path):
+    tool = Path(__file__).resolve().parent.parent / "tools" / "instrument_check.py"
+    a_file = tmp_path / "a-file"
+    a_file.write_text("")
+    for argv, expected in (
+        ([str(tmp_path)], "is a folder"),
+        ([str(a_file / "out.json")], "is a file, not a folder"),
+        ([str(tmp_path / "out.json"), "--steps", "0"], "--steps"),
+    ):
+        done = subprocess.run(
+            [sys.executable, str(tool), *argv], capture_output=True, text=True
+        )
+        assert done.returncode == 2 and expected in done.stderr, done.stderr
+        assert "Traceback" not in done.stderr
+    assert list(tmp_path.iterdir()) == [a_file]
