@@ -17,6 +17,8 @@
 #                 code that ruff format (88 columns) would change
 #   make format   lay out the chapters' code cells, the tests and the tools with ruff format, then export
 #   make book     build the HTML book into _build/html (AT_SCALE as set, default laptop)
+#   make fuzz     damage a tiny run and its model file at random for MINUTES (default 30) and run the
+#                 commands on them; each damage that breaks a rule is kept in tests/fuzz-found/
 
 PYTHON ?= python3
 ifeq ($(CONDA_DEFAULT_ENV),annotated-transformer)
@@ -41,7 +43,7 @@ override AT_DATA_DIR := $(shell d='$(AT_DATA_DIR)'; [ "$${d#/}" != "$$d" ] && pr
 export AT_DATA_DIR
 endif
 
-.PHONY: help demo copy bench bench-smoke lab test export check format book book-check clean
+.PHONY: help demo copy bench bench-smoke lab test export check format book book-check fuzz clean
 
 help:
 	@sed -n 's/^#   //p' $(MAKEFILE_LIST)
@@ -139,6 +141,11 @@ book: $(FULL)
 book-check: $(FULL)
 	$(BIN)/python tools/check_glue_order.py
 	$(BIN)/python tools/check_offline_book.py --self-test
+
+MINUTES ?= 30
+fuzz: $(FULL)
+	AT_FUZZ_MINUTES=$(MINUTES) $(BIN)/python -m pytest -p no:cacheprovider -q -rA \
+	  tests/test_fuzz.py -k long_profile
 
 clean:
 	rm -rf _build .pytest_cache

@@ -175,6 +175,13 @@ def read_settings(path: Path) -> dict:
     saved = read_json(path, CONFIG_REMEDY)
     try:
         configs_of(saved)
+        recorded = saved.get("data", {})
+        if not isinstance(recorded, dict) or not all(
+            isinstance(recorded.get(k, ""), str) for k in ("vocabulary", "sha256")
+        ):
+            raise ValueError(
+                f"data must name a vocabulary and its SHA-256, got {recorded!r}"
+            )
         world = saved.get("world_size", 1)
         if type(world) is not int or world < 1:
             raise ValueError(
@@ -255,19 +262,26 @@ def checked_config(state: dict, path: Path, advice: str) -> TransformerConfig:
         weights = {}
     stored = shapes(weights)
     wrong = sorted(k for k in expected.keys() & stored if expected[k] != stored[k])
-    for what, names in (
-        ("missing", sorted(expected.keys() - stored)),
-        ("unexpected", sorted(stored.keys() - expected)),
-        ("of another shape", wrong),
+    # each check runs only once the ones before it passed: a weight is read for its
+    # numbers only when it is known to store them all
+    for what, find in (
+        ("missing", lambda: sorted(expected.keys() - stored)),
+        ("unexpected", lambda: sorted(stored.keys() - expected)),
+        ("of another shape", lambda: wrong),
         (
             "not of a floating-point type",
-            sorted(k for k, w in weights.items() if not w.is_floating_point()),
+            lambda: sorted(k for k, w in weights.items() if not w.is_floating_point()),
         ),
         (
             "storing fewer numbers than their shape holds",
-            sorted(k for k, w in weights.items() if not holds_its_numbers(w)),
+            lambda: sorted(k for k, w in weights.items() if not holds_its_numbers(w)),
+        ),
+        (
+            "holding a number that is not finite",
+            lambda: sorted(k for k, w in weights.items() if not w.isfinite().all()),
         ),
     ):
+        names = find()
         if names:
             raise CheckpointError(
                 f"{path} holds weights that do not fit its settings ({len(names)} "
@@ -400,6 +414,11 @@ def opened(paths: list[Path]):
             files = [stack.enter_context(open(p, "rb")) for p in paths]
         except FileNotFoundError as error:
             raise checkpoint_gone(Path(error.filename)) from None
+        except OSError as error:  # a folder, a file it may not read
+            raise CheckpointError(
+                f"{error.filename} cannot be read as a checkpoint ({error.strerror}); "
+                "move it out of the run's checkpoints"
+            ) from None
         yield files
 
 

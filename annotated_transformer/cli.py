@@ -7,6 +7,7 @@ status, not a traceback; options that mean the same in every command, defined on
 import argparse
 import functools
 import importlib
+import io
 import os
 import re
 import signal
@@ -36,12 +37,52 @@ BAD_INPUT, INTERRUPTED = 2, 130
 READER_GONE = 128 + signal.SIGPIPE
 
 
+class StandardOutput(io.TextIOWrapper):
+    """Standard output that takes all it is given or says it could not: a write that
+    fails (a full disk) is a ``WriteError`` that names standard output, and the
+    buffered writer beneath retries a write that the system took only part of, which
+    unbuffered output (``PYTHONUNBUFFERED``) would drop without a word. A reader that
+    went away stays a ``BrokenPipeError``."""
+
+    def write(self, text: str) -> int:
+        try:
+            return super().write(text)
+        except BrokenPipeError:
+            raise
+        except OSError as error:
+            raise self.failed(error) from None
+
+    def flush(self) -> None:
+        try:
+            super().flush()
+        except BrokenPipeError:
+            raise
+        except OSError as error:
+            raise self.failed(error) from None
+
+    def failed(self, error: OSError) -> WriteError:
+        # What is left in the buffer goes nowhere, so that no flush at exit fails
+        # again after the one line that says so.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), self.fileno())
+        return WriteError(
+            error.errno, f"cannot write standard output: {error.strerror or error}"
+        )
+
+
 def standard_streams() -> None:
     """UTF-8 in and out whatever the locale (``LC_ALL=C`` would make an umlaut an
-    error after all the work), and a closed standard error (``2>&-``) that takes
-    messages nowhere: ``print(file=None)`` would send them into the output."""
+    error after all the work), standard output checked (``StandardOutput``), and a
+    closed standard error (``2>&-``) that takes messages nowhere: ``print(file=None)``
+    would send them into the output."""
     if sys.stderr is None:
         sys.stderr = open(os.devnull, "w", encoding="utf-8")
+    if sys.stdout is not None and sys.stdout is sys.__stdout__:  # not in a notebook
+        sys.stdout.flush()
+        sys.stdout = StandardOutput(
+            io.BufferedWriter(io.FileIO(sys.stdout.fileno(), "w", closefd=False)),
+            encoding="utf-8",
+            line_buffering=sys.stdout.line_buffering,
+        )
     for stream in (sys.stdin, sys.stdout, sys.stderr):
         encoding = getattr(stream, "encoding", None) or "utf-8"
         if encoding.lower().replace("-", "") != "utf8" and hasattr(
@@ -98,6 +139,11 @@ def command(main=None, *, parser=None, also: tuple = ()):
             # printable: a name read from a file may hold an escape sequence, and one
             # line: a line break in it is shown as \n
             print(f"error: {printable(str(error))}", file=sys.stderr)
+            return BAD_INPUT
+        except OSError as error:  # a file that is a folder, or one it may not read
+            named = f"{error.filename}: " if error.filename else ""
+            reason = error.strerror or str(error)
+            print(f"error: {printable(named + reason)}", file=sys.stderr)
             return BAD_INPUT
         except (MemoryError, RuntimeError) as error:
             if not out_of_memory(error):

@@ -127,6 +127,8 @@ def write_atomically(path: Path, content) -> None:
                 _write(stream, content)
         except BaseException as error:
             cause = stream.error if stream is not None and stream.error else error
+            if isinstance(cause, BrokenPipeError):
+                raise BrokenPipeError(cause.errno, cause.strerror) from None  # 141
             if isinstance(cause, OSError):
                 written = stream.written if stream is not None else 0
                 raise write_error(path, cause, written) from None

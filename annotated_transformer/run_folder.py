@@ -7,6 +7,7 @@ checkpoints, and the decisions that all processes take together."""
 
 import contextlib
 import json
+import math
 import os
 import shutil
 import socket
@@ -252,6 +253,9 @@ class RunFolder:
                 raise ValueError(
                     f"update {at.step!r} in a file named for {step_of(path)}"
                 )
+            for name, value in asdict(at).items():  # counts, minutes and FLOPs
+                if type(value) not in (int, float) or not 0 <= value < math.inf:
+                    raise ValueError(f"{name} is {value!r}")
             for what, part in parts.items():
                 part.load_state_dict(state[what])
             check_optimizer_state(parts["optimizer"])

@@ -17,6 +17,7 @@ from annotated_transformer import data, speed
 from annotated_transformer.config import RunConfig, TransformerConfig
 from annotated_transformer.devices import ThreadChooser, training_threads
 from annotated_transformer.diagnostics import source_alignment
+from annotated_transformer.files import WriteError
 from annotated_transformer.flops import (
     batch_lengths,
     peak_flops,
@@ -55,6 +56,7 @@ def train_session(s: Session, progress: bool) -> dict:
     at = folder.restore(s.parts())
     announce(s, at)
     meter, first, last_save = Meter(at.minutes), at.step, time.time()
+    lost = None  # the error of a metric line that standard output did not take
     bar, scheduled = progress_bar(s, at, progress), False
     s.model.train()
     with folder.guard() as interrupt, bar:
@@ -66,12 +68,16 @@ def train_session(s: Session, progress: bool) -> dict:
             bar.update(1)
             if at.step % run.log_every == 0 or at.step in (first + 1, run.max_steps):
                 lr = s.update.scheduler.get_last_lr()[0]
-                log_update(
-                    s, bar, meter.record(at, lr, s.peak, folder.device), progress
-                )
+                try:
+                    log_update(
+                        s, bar, meter.record(at, lr, s.peak, folder.device), progress
+                    )
+                except (WriteError, BrokenPipeError) as error:
+                    lost = error  # a full disk or a reader gone: save, then say so
             if at.step % run.valid_every == 0 and folder.rank == 0:
                 validate(s, bar, at.step)
-            scheduled, stop = folder.decide(at, last_save, interrupt.requested)
+            asked = interrupt.requested or lost is not None
+            scheduled, stop = folder.decide(at, last_save, asked)
             if scheduled:
                 meter.loss(at, folder.device)  # a loss that is not a number stops here
                 folder.save(at, s.parts(), scheduled=True)
@@ -81,6 +87,8 @@ def train_session(s: Session, progress: bool) -> dict:
         if at.step > first and not scheduled:  # stopped between scheduled checkpoints
             meter.loss(at, folder.device)
             folder.save(at, s.parts(), scheduled=False)
+    if lost is not None:
+        raise lost
     if interrupt.requested:
         folder.say(
             f"interrupted by {interrupt.signal.name}: saved update {at.step}; run the "

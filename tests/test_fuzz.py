@@ -107,7 +107,13 @@ def damages(paths: list[str]):
 # --- damaging a file ---
 
 
-def damage_file(path: Path, damage: dict, victim: Path) -> None:
+def damage_file(path: Path, damage: dict, victim: Path, sandbox: Path) -> None:
+    """Damage the file or folder at ``path``, never writing through a link that an
+    earlier damage planted (that would change the victim itself)."""
+    if any(p.is_symlink() for p in path.parents if p.is_relative_to(sandbox)):
+        return
+    if path.is_symlink() and damage["kind"] not in ("folder", "link"):
+        return
     kind, data = damage["kind"], b""
     if kind == "value":
         damage_value(path, damage)
@@ -304,7 +310,7 @@ def broken_rules(example: dict, pristine: Path, corpus: Path) -> list[str]:
         (victim / "folder" / "file").write_text("not the run's either\n")
         outside = {f: hashes(f) for f in (victim, pristine, corpus)}
         for damage in example["damages"]:
-            damage_file(sandbox / damage["path"], damage, victim)
+            damage_file(sandbox / damage["path"], damage, victim, sandbox)
         module, argv = argv_of(example["command"], sandbox, corpus)
         threads = torch.get_num_threads()
         with captured() as said, bounded_memory():
@@ -352,7 +358,7 @@ def store(example: dict, broken: list[str]) -> Path:
     FOUND.mkdir(exist_ok=True)
     text = json.dumps(example, sort_keys=True)
     path = FOUND / f"{hashlib.sha256(text.encode()).hexdigest()[:12]}.json"
-    path.write_text(json.dumps({"example": example, "broke": broken[:-1]}, indent=1))
+    path.write_text(json.dumps({"example": example, "broke": broken}, indent=1))
     return path
 
 
