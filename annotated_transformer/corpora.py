@@ -87,17 +87,24 @@ def read_parquet_pairs(
         try:
             table = pq.read_table(path, columns=["translation"])
         except Exception as error:
-            # pyarrow raises several exception types for bad or foreign files.
+            # pyarrow raises several exception types for bad or foreign files, some
+            # with messages of several lines: the first says what is wrong.
+            reason = (str(error).strip().splitlines() or ["no message"])[0]
             raise DataError(
-                f"{path} cannot be read as Parquet with a 'translation' column: {error}"
+                f"{path} cannot be read as Parquet with a 'translation' column: "
+                f"{reason}"
             ) from None
         for number, record in enumerate(table.column("translation").to_pylist(), 1):
-            if not record or src_lang not in record or tgt_lang not in record:
+            texts = [
+                record.get(lang) if isinstance(record, dict) else None
+                for lang in (src_lang, tgt_lang)
+            ]
+            if not all(isinstance(text, str) for text in texts):
                 raise DataError(
-                    f"{path}, row {number}: translation record lacks '{src_lang}' or "
-                    f"'{tgt_lang}'"
+                    f"{path}, row {number}: the translation record is not "
+                    f"'{src_lang}' and '{tgt_lang}' texts"
                 )
-            pairs.append((record[src_lang], record[tgt_lang]))
+            pairs.append(tuple(texts))
     return pairs
 
 
@@ -334,24 +341,34 @@ def _europarl_files(data_dir: Path, first_only: bool) -> tuple[Path, Path]:
     files = root / "europarl-v7.de-en.en", root / "europarl-v7.de-en.de"
     if not all(f.is_file() for f in files):
         archive = root / "de-en.tgz"
-        try:
-            if not archive.is_file():
+        if not archive.is_file():
+            try:
                 _download(EUROPARL_URL, archive)
+            except OSError as error:
+                raise DataError(
+                    f"Europarl v7 is not under {root} and could not be downloaded "
+                    f"({error}). Download {EUROPARL_URL} and unpack its "
+                    f"europarl-v7.de-en.en and .de into {root}, or point --data-dir "
+                    f"(or ${DATA_DIR_ENV}) at a folder with europarl-v7/"
+                ) from None
+        try:
             with tarfile.open(archive) as tar:
                 for f in files:
                     # Unpacked under a temporary name, so an interrupted run never
                     # leaves a cut file that a later one would take for the corpus.
                     part = f.with_suffix(f.suffix + ".part")
-                    with tar.extractfile(tar.getmember(f.name)) as src:
-                        with open(part, "wb") as out:
-                            shutil.copyfileobj(src, out)
+                    source = tar.extractfile(tar.getmember(f.name))
+                    if source is None:  # a folder or a link of that name
+                        raise tarfile.TarError(f"{f.name} in it is not a file")
+                    with source, open(part, "wb") as out:
+                        shutil.copyfileobj(source, out)
                     part.replace(f)
-        except (OSError, KeyError, tarfile.TarError) as error:
+        except (OSError, EOFError, KeyError, tarfile.TarError, zlib.error) as error:
+            reason = (str(error).splitlines() or ["no message"])[0]
             raise DataError(
-                f"Europarl v7 is not under {root} and could not be downloaded "
-                f"({error}). Download {EUROPARL_URL} and unpack its "
-                f"europarl-v7.de-en.en and .de into {root}, or point --data-dir (or "
-                f"${DATA_DIR_ENV}) at a folder with europarl-v7/"
+                f"{archive} is not a whole Europarl archive ({type(error).__name__}: "
+                f"{reason}); delete it, and it is downloaded again, or unpack "
+                f"europarl-v7.de-en.en and .de into {root} yourself"
             ) from None
     return files
 

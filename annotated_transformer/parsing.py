@@ -63,6 +63,9 @@ class Tree:
         )
 
 
+MAX_DEPTH = 500  # the treebank's deepest tree is far shallower
+
+
 def parse_bracketed(text: str) -> list[Tree]:
     """Every tree in Penn Treebank bracket notation, e.g.
     ``( (S (NP (DT The) (NN cat)) (VP (VBD sat))) )``."""
@@ -78,6 +81,8 @@ def parse_bracketed(text: str) -> list[Tree]:
                 else ""
             )
             i += 1 if label == "" else 2
+            if len(stack) == MAX_DEPTH:  # the functions over trees recurse
+                raise ValueError(f"brackets nested deeper than {MAX_DEPTH}")
             # (TAG word): a part of speech over a word.
             if i < len(tokens) and tokens[i] not in "()":
                 stack.append(Tree(label, word=tokens[i]))
@@ -118,6 +123,9 @@ def clean(tree: Tree) -> Tree | None:
     return Tree(label, children)
 
 
+MAX_MEMBER = 2**26  # bytes of one unpacked .mrg file; the sample's are far smaller
+
+
 def load_treebank(data_dir: Path | None = None) -> dict[str, list[Tree]]:
     """The cleaned trees of NLTK's 10% sample of the WSJ treebank, by file name
     (wsj_0001 ... wsj_0199)."""
@@ -132,17 +140,30 @@ def load_treebank(data_dir: Path | None = None) -> dict[str, list[Tree]]:
                 f"research use) and put it at {path}, or point --data-dir (or "
                 "$AT_DATA_DIR) at a folder with ptb/treebank.zip"
             ) from None
-    trees = {}
+    trees, name = {}, ""
     try:
         with zipfile.ZipFile(path) as archive:
             for name in sorted(n for n in archive.namelist() if n.endswith(".mrg")):
-                text = archive.read(name).decode("utf-8")
-                parsed = [clean(t) for t in parse_bracketed(text)]
+                # read up to a bound: a small archive may unpack to gigabytes
+                with archive.open(name) as member:
+                    raw = member.read(MAX_MEMBER + 1)
+                if len(raw) > MAX_MEMBER:
+                    raise ValueError(f"it unpacks to more than {MAX_MEMBER:,} bytes")
+                parsed = [clean(t) for t in parse_bracketed(raw.decode("utf-8"))]
                 trees[Path(name).stem] = [t for t in parsed if t is not None]
-    except (zipfile.BadZipFile, zlib.error, EOFError, UnicodeDecodeError) as error:
+    except (
+        zipfile.BadZipFile,
+        zlib.error,
+        EOFError,
+        UnicodeDecodeError,
+        ValueError,
+        NotImplementedError,  # a compression method zipfile lacks
+        RuntimeError,  # an encrypted member
+    ) as error:
+        member = f", {name}" if name else ""
         raise data.DataError(
-            f"{path} is damaged ({error}): delete it, and the command downloads it "
-            "again, or put a good copy there"
+            f"{path}{member} is damaged or not the treebank sample ({error}): delete "
+            "it, and the command downloads it again, or put a good copy there"
         ) from None
     if not trees:
         raise data.DataError(f"{path} holds no .mrg files")

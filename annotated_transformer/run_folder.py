@@ -181,6 +181,37 @@ def resume_point(out_dir: Path) -> tuple:
     return (latest, state), recorded
 
 
+def resumed(path: Path, state: dict, parts: dict, rank: int) -> Position:
+    """Load the checkpoint ``state`` (read from ``path``) into ``parts`` (the model,
+    the optimizer and the scheduler, by name) and the random-number state of process
+    ``rank``; return where it stood."""
+    what = "update number"
+    try:  # every part is checked before the first update uses it
+        at = Position(
+            **{k: state[k] for k in Position.__dataclass_fields__ if k in state}
+        )
+        if type(at.step) is not int or at.step != step_of(path):
+            raise ValueError(f"update {at.step!r} in a file named for {step_of(path)}")
+        for name, value in asdict(at).items():  # counts, minutes and FLOPs
+            if type(value) not in (int, float) or not 0 <= value < math.inf:
+                raise ValueError(f"{name} is {value!r}")
+        for what, part in parts.items():
+            part.load_state_dict(state[what])
+        check_optimizer_state(parts["optimizer"])
+        # A process the run did not have before (it moved to more processes) takes
+        # rank 0's stream of random numbers.
+        what, streams = "random-number state", state["rng"]
+        set_rng_state(streams[rank] if rank < len(streams) else streams[0])
+    except (KeyError, TypeError, ValueError, RuntimeError, IndexError) as error:
+        reason = (str(error).strip().splitlines() or ["no message"])[0][:160]
+        raise CheckpointError(
+            f"{path} cannot be resumed from: its {what} is damaged "
+            f"({type(error).__name__}: {reason}). Delete it to resume from the "
+            "previous checkpoint in the same folder."
+        ) from None
+    return at
+
+
 @dataclass(kw_only=True)
 class RunFolder:
     """One training process's view of its run folder: the settings, this process's
@@ -244,34 +275,7 @@ class RunFolder:
             self.log.cut_back(0)  # the lines of a start that saved no checkpoint
             return Position()
         (path, state), self.resume = self.resume, None  # loaded: the copy can go
-        what = "update number"
-        try:  # every part is checked before the first update uses it
-            at = Position(
-                **{k: state[k] for k in Position.__dataclass_fields__ if k in state}
-            )
-            if type(at.step) is not int or at.step != step_of(path):
-                raise ValueError(
-                    f"update {at.step!r} in a file named for {step_of(path)}"
-                )
-            for name, value in asdict(at).items():  # counts, minutes and FLOPs
-                if type(value) not in (int, float) or not 0 <= value < math.inf:
-                    raise ValueError(f"{name} is {value!r}")
-            for what, part in parts.items():
-                part.load_state_dict(state[what])
-            check_optimizer_state(parts["optimizer"])
-            # A process the run did not have before (it moved to more processes)
-            # takes rank 0's stream of random numbers.
-            what, streams = "random-number state", state["rng"]
-            set_rng_state(
-                streams[self.rank] if self.rank < len(streams) else streams[0]
-            )
-        except (KeyError, TypeError, ValueError, RuntimeError, IndexError) as error:
-            reason = (str(error).strip().splitlines() or ["no message"])[0][:160]
-            raise CheckpointError(
-                f"{path} cannot be resumed from: its {what} is damaged "
-                f"({type(error).__name__}: {reason}). Delete it to resume from the "
-                "previous checkpoint in the same folder."
-            ) from None
+        at = resumed(path, state, parts, self.rank)
         self.say(
             f"resumed from {path} at update {state['step']}"
             + (

@@ -195,7 +195,8 @@ def test_europarl_holds_out_the_last_thousand_of_its_first_twenty_thousand_pairs
     )
     assert len(full) == n - 1000 and ("en 19500", "de 19500") not in full
     assert full[19_000] == ("en 20000", "de 20000")
-    with pytest.raises(DataError, match="splits train, valid and full, not 'test'"):
+    expected = "the europarl corpus has the splits train, valid, full, not 'test'"
+    with pytest.raises(DataError, match=expected):
         load_pairs("europarl", "test", "en", "de", tmp_path)
     with pytest.raises(DataError, match="DE-EN only"):
         load_pairs("europarl", "train", "en", "fr", tmp_path)
@@ -238,7 +239,7 @@ def test_the_figure_corpus_adds_the_extra_folders_and_keeps_europarls_held_out_p
     assert valid == load_pairs("europarl", "valid", "en", "de", shared_data)
     added = {side for pair in train[19_000:] for side in pair}
     assert not {side for pair in valid for side in pair} & added
-    with pytest.raises(DataError, match="splits train and valid"):
+    with pytest.raises(DataError, match="has the splits train, valid, not"):
         load_pairs("figure", "test", "en", "de", shared_data)
 
 

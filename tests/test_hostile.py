@@ -3,6 +3,7 @@ folder, links planted where the package writes, an output folder that holds a us
 files, damaged fields in the files that a run reads back. Each case checks the exit
 status, the one line said, and that nothing outside what the command owns changed."""
 
+import io
 import json
 import os
 import resource
@@ -22,8 +23,10 @@ from annotated_transformer import (
     bundle,
     checkpoints,
     cli,
+    corpora,
     devices,
     evaluate,
+    parsing,
     run_data,
     run_folder,
     train,
@@ -538,3 +541,97 @@ def test_the_instrument_check_refuses_its_output_and_steps_before_training(tmp_p
         assert done.returncode == 2 and expected in done.stderr, done.stderr
         assert "Traceback" not in done.stderr
     assert list(tmp_path.iterdir()) == [a_file]
+
+
+@pytest.mark.parametrize(
+    "record", ["a string", {"en": None, "de": "x"}, {"en": 5, "de": "x"}, {"de": "x"}]
+)
+def test_a_parquet_record_of_another_kind_is_one_line(tmp_path, record):
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "train.parquet"
+    column = pa.array([json.dumps({"en": "a", "de": "b"}), json.dumps(record)])
+    pq.write_table(pa.table({"translation": column}), path)  # strings, not records
+    with pytest.raises(corpora.DataError, match="row 1: the translation record"):
+        corpora.read_parquet_pairs([path], "en", "de")
+    if isinstance(record, dict):  # as a record of its own column type
+        pq.write_table(pa.table({"translation": [record]}), path)
+        with pytest.raises(corpora.DataError, match="row 1: the translation record"):
+            corpora.read_parquet_pairs([path], "en", "de")
+    pq.write_table(pa.table({"other": ["x"]}), path)
+    with pytest.raises(corpora.DataError) as error:
+        corpora.read_parquet_pairs([path], "en", "de")
+    assert "\n" not in str(error.value)
+
+
+def europarl_archive(path: Path, member_is_folder: bool = False) -> Path:
+    import tarfile
+
+    with tarfile.open(path, "w:gz") as tar:
+        for lang in ("en", "de"):
+            name = f"europarl-v7.de-en.{lang}"
+            info = tarfile.TarInfo(name)
+            if member_is_folder and lang == "en":
+                info.type = tarfile.DIRTYPE
+                tar.addfile(info)
+            else:
+                text = b"a line\n" * 1000
+                info.size = len(text)
+                tar.addfile(info, io.BytesIO(text))
+    return path
+
+
+def test_a_damaged_europarl_archive_is_one_line_that_says_to_delete_it(tmp_path):
+    root = tmp_path / "europarl-v7"
+    root.mkdir()
+    archive = europarl_archive(root / "de-en.tgz")
+    archive.write_bytes(archive.read_bytes()[:-200])  # cut short
+    with pytest.raises(corpora.DataError, match="is not a whole Europarl archive"):
+        corpora.load_europarl("full", "en", "de", tmp_path)
+    europarl_archive(archive, member_is_folder=True)
+    with pytest.raises(corpora.DataError, match="is not a file"):
+        corpora.load_europarl("full", "en", "de", tmp_path)
+    assert not list(root.glob("*.part"))
+
+
+def treebank_zip(folder: Path, text: bytes, **info) -> Path:
+    """A ptb/treebank.zip with one member of ``text``, its ZipInfo fields set."""
+    import zipfile
+
+    path = folder / "ptb" / "treebank.zip"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        member = zipfile.ZipInfo("treebank/combined/wsj_0001.mrg")
+        member.compress_type = zipfile.ZIP_DEFLATED
+        archive.writestr(member, text)
+    if info:  # rewrite the header fields in place
+        data = bytearray(path.read_bytes())
+        for offset in (0, data.rfind(b"PK\x01\x02")):
+            local = offset == 0
+            if "flag" in info:
+                at = offset + (6 if local else 8)
+                data[at] |= info["flag"]
+            if "method" in info:
+                at = offset + (8 if local else 10)
+                data[at : at + 2] = info["method"].to_bytes(2, "little")
+        path.write_bytes(bytes(data))
+    return path
+
+
+@pytest.mark.parametrize(
+    "text, info, expected",
+    [
+        (b"(" * 100_000 + b"x" + b")" * 100_000, {}, "nested deeper than 500"),
+        (b"( (S (NN x)) )", {"flag": 1}, "encrypted"),
+        (b"( (S (NN x)) )", {"method": 99}, "compression"),
+        (b"\0" * (2**26 + 1), {}, "unpacks to more than"),
+    ],
+    ids=["nested", "encrypted", "unknown-compression", "bomb"],
+)
+def test_a_hostile_treebank_archive_is_one_line(tmp_path, text, info, expected):
+    treebank_zip(tmp_path, text, **info)
+    with pytest.raises(corpora.DataError) as error:
+        parsing.load_treebank(tmp_path)
+    assert expected in str(error.value) and "\n" not in str(error.value)
+    assert "treebank.zip" in str(error.value)
