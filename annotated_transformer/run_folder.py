@@ -314,16 +314,18 @@ class RunFolder:
         )
 
     def decide(self, at: Position, last_save: float, interrupted: bool):
-        """(write a scheduled checkpoint now?, stop now?): the same on every
-        process."""
+        """(write a scheduled checkpoint now?, stop now?, was any process asked to
+        stop?): the same on every process, whichever of them a signal reached."""
         r = self.run
         scheduled = (r.save_every and at.step % r.save_every == 0) or (
             r.save_every_minutes
             and time.time() - last_save >= 60 * r.save_every_minutes
         )
         stop = interrupted or (r.max_minutes and at.minutes >= r.max_minutes)
-        votes = all_sum([float(bool(scheduled)), float(bool(stop))], self.device)
-        return votes[0] > 0, votes[1] > 0
+        votes = all_sum(
+            [float(bool(scheduled)), float(bool(stop)), float(interrupted)], self.device
+        )
+        return votes[0] > 0, votes[1] > 0, votes[2] > 0
 
     @contextlib.contextmanager
     def guard(self):

@@ -7,6 +7,7 @@ checkpoints, on one process or many."""
 from __future__ import annotations
 
 import math
+import signal as signal_module
 import time
 from dataclasses import dataclass, field
 
@@ -57,7 +58,7 @@ def train_session(s: Session, progress: bool) -> dict:
     announce(s, at)
     meter, first, last_save = Meter(at.minutes), at.step, time.time()
     lost = None  # the error of a metric line that standard output did not take
-    bar, scheduled = progress_bar(s, at, progress), False
+    bar, scheduled, asked_anywhere = progress_bar(s, at, progress), False, False
     s.model.train()
     with folder.guard() as interrupt, bar:
         while at.step < run.max_steps:
@@ -77,7 +78,7 @@ def train_session(s: Session, progress: bool) -> dict:
             if at.step % run.valid_every == 0 and folder.rank == 0:
                 validate(s, bar, at.step)
             asked = interrupt.requested or lost is not None
-            scheduled, stop = folder.decide(at, last_save, asked)
+            scheduled, stop, asked_anywhere = folder.decide(at, last_save, asked)
             if scheduled:
                 meter.loss(at, folder.device)  # a loss that is not a number stops here
                 folder.save(at, s.parts(), scheduled=True)
@@ -89,16 +90,20 @@ def train_session(s: Session, progress: bool) -> dict:
             folder.save(at, s.parts(), scheduled=False)
     if lost is not None:
         raise lost
-    if interrupt.requested:
+    # A signal may reach only some processes (a scheduler stopping one of them):
+    # each stops as if it got one, and the run is not scored.
+    signal = interrupt.signal or (signal_module.SIGTERM if asked_anywhere else None)
+    if signal:
+        who = "interrupted by" if interrupt.requested else "another process got"
         folder.say(
-            f"interrupted by {interrupt.signal.name}: saved update {at.step}; run the "
-            "same command again to continue"
+            f"{who} {signal.name}: saved update {at.step}; run the same command again "
+            "to continue"
         )
     return {
         "model": s.model,
         "sp": s.data.sp,
         "step": at.step,
-        "interrupted": int(interrupt.signal or 0),  # the signal's number, or 0
+        "interrupted": int(signal or 0),  # the signal's number, or 0
         "device": folder.device,
         "rank": folder.rank,
         "minutes": at.minutes,

@@ -8,6 +8,7 @@ import json
 import os
 import resource
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -16,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import HANG, train_argv
+from conftest import HANG, TORCHRUN_TRAIN, Child, train_argv
 from test_run_folder import hashes, one_line_error
 
 from annotated_transformer import (
@@ -635,3 +636,25 @@ def test_a_hostile_treebank_archive_is_one_line(tmp_path, text, info, expected):
         parsing.load_treebank(tmp_path)
     assert expected in str(error.value) and "\n" not in str(error.value)
     assert "treebank.zip" in str(error.value)
+
+
+@pytest.mark.slow
+def test_a_signal_that_reaches_one_process_stops_the_run_unscored(
+    text_corpus, tmp_path
+):
+    import psutil
+
+    run = tmp_path / "run"
+    command = [*TORCHRUN_TRAIN, *train_argv(text_corpus, run, 400, "--log-every", "1")]
+    child = Child(command, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    child.read_until("update 3/")
+    workers = psutil.Process(child.process.pid).children()
+    (second,) = [w for w in workers if w.environ().get("RANK") == "1"]
+    second.send_signal(signal.SIGTERM)  # as a scheduler stops one process of a job
+    child.process.wait(timeout=HANG)
+    output = child.output(wait=True)
+    # both processes stopped at the same update and saved it; nothing was scored
+    (resume,) = (run / "checkpoints").glob("resume-*.pt")
+    assert len(checkpoints.load_checkpoint(resume)["rng"]) == 2, output
+    assert not (run / "results.json").exists(), output
+    assert "BLEU" not in output
