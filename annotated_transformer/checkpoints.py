@@ -361,6 +361,15 @@ def run_weights(
             f"{run} is training and has saved no checkpoint yet; try again after its "
             "first (every --save-every updates, and when it stops)"
         )
+    if (
+        latest is None
+        and Path(run).is_dir()
+        and not (Path(run) / "config.json").is_file()
+    ):
+        raise CheckpointError(
+            f"{run} is not a run folder: it has no config.json and no checkpoints/. "
+            "Give the folder that train wrote with --run"
+        )
     if latest is None:
         raise CheckpointError(
             f"no checkpoints in {Path(run) / 'checkpoints'}; train first with python "

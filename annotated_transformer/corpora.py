@@ -420,13 +420,16 @@ def load_text(
 ) -> list[tuple[str, str]]:
     """Any corpus as ``{split}.{lang}`` files (gzipped or not) in the data directory
     (``corpus``: the --corpus whose files they are)."""
-    for suffix in ("", ".gz"):
-        files = (
-            data_dir / f"{split}.{src}{suffix}",
-            data_dir / f"{split}.{tgt}{suffix}",
+    # each language's file plain or gzipped, whichever is there
+    files = [
+        next(
+            (f for f in (data_dir / name, data_dir / f"{name}.gz") if f.is_file()),
+            None,
         )
-        if all(f.is_file() for f in files):
-            return read_parallel(*files)
+        for name in (f"{split}.{src}", f"{split}.{tgt}")
+    ]
+    if all(files):
+        return read_parallel(*files)
     raise DataError(
         f"expected {data_dir}/{split}.{src} and {data_dir}/{split}.{tgt} (or .gz) for "
         f"--corpus {corpus}"

@@ -521,6 +521,14 @@ def check_run_folder(out_dir: Path) -> None:
         return
     if not out_dir.is_dir():
         raise ValueError(f"--run {out_dir} is a file, not a run folder")
+    names = {p.name for p in out_dir.iterdir() if not LEFTOVER.fullmatch(p.name)}
+    ours = "config.json" in names or latest_checkpoint(out_dir) or names <= STARTED
+    if not ours:  # looked at before its contents: it may be a whole disk
+        raise ValueError(
+            f"{out_dir} is a folder this package did not make: it holds {len(names)} "
+            "files or folders, but no config.json and no checkpoint of a run. Name a "
+            "new or empty folder with --run"
+        )
     links = links_in(out_dir)
     if links:
         raise ValueError(
@@ -528,14 +536,6 @@ def check_run_folder(out_dir: Path) -> None:
             "this package wrote there: replace the link with a copy of the file, "
             "or use another --run"
         )
-    names = {p.name for p in out_dir.iterdir() if not LEFTOVER.fullmatch(p.name)}
-    if "config.json" in names or latest_checkpoint(out_dir) or names <= STARTED:
-        return
-    raise ValueError(
-        f"{out_dir} is a folder this package did not make: it holds {len(names)} "
-        "files or folders, but no config.json and no checkpoint of a run. Name a "
-        "new or empty folder with --run"
-    )
 
 
 def check_training_memory(config: TransformerConfig, device: str) -> None:

@@ -965,11 +965,15 @@ def sentences_from(args) -> list[SentenceAttention]:
             )
         return stored
     if args.input is not None:
+        if args.input.is_dir():
+            raise ValueError(f"-i {args.input} is a folder, not a file of sentences")
         if not args.input.is_file():
-            raise ValueError(f"{args.input} does not exist")
-        lines = [
-            line for line in split_lines(args.input.read_text(encoding="utf-8")) if line
-        ]
+            raise ValueError(f"-i {args.input} does not exist")
+        try:
+            text = args.input.read_text(encoding="utf-8")
+        except UnicodeDecodeError as error:
+            raise ValueError(f"-i {args.input} is not UTF-8 text ({error})") from None
+        lines = [line for line in split_lines(text) if line]
         if not lines:
             raise ValueError(
                 f"{args.input} has no sentence: write one source sentence per line"

@@ -658,3 +658,31 @@ def test_a_signal_that_reaches_one_process_stops_the_run_unscored(
     assert len(checkpoints.load_checkpoint(resume)["rng"]) == 2, output
     assert not (run / "results.json").exists(), output
     assert "BLEU" not in output
+
+
+def test_misleading_messages_now_name_what_is_wrong(run, text_corpus, tmp_path, capsys):
+    # a data folder given as a run folder
+    assert evaluate.main(["--run", str(text_corpus), "--no-progress"]) == 2
+    one_line_error(capsys, f"{text_corpus} is not a run folder")
+    # visualize -i with a folder, and with bytes that are not text
+    draw = ["--run", str(run), "-o", str(tmp_path / "f.png"), "--no-progress"]
+    assert visualize.main([*draw, "-i", str(tmp_path)]) == 2
+    one_line_error(capsys, f"-i {tmp_path} is a folder")
+    binary = tmp_path / "binary"
+    binary.write_bytes(b"\xff\xfe\x00 not text")
+    assert visualize.main([*draw, "-i", str(binary)]) == 2
+    one_line_error(capsys, f"-i {binary} is not UTF-8 text")
+    # a whole disk as a run folder is refused by its contents' names at once
+    assert train.main(["--out-dir", "/", "--corpus", "text"]) == 2
+    one_line_error(capsys, "/ is a folder this package did not make")
+
+
+def test_a_text_corpus_may_gzip_one_language_and_not_the_other(text_corpus, tmp_path):
+    import gzip
+
+    for split in ("train", "valid", "test"):
+        shutil.copy(text_corpus / f"{split}.en", tmp_path)
+        data = (text_corpus / f"{split}.de").read_bytes()
+        (tmp_path / f"{split}.de.gz").write_bytes(gzip.compress(data))
+    pairs = corpora.load_pairs("text", "train", "en", "de", tmp_path)
+    assert pairs == corpora.load_pairs("text", "train", "en", "de", text_corpus)
