@@ -5,6 +5,7 @@
 update from any position, the splits and the vocabulary. The training session holds it
 (chapter 12); the run folder only stores it."""
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -175,21 +176,27 @@ def prepare_data(
             f"the vocabulary has {sp.get_piece_size()} entries, the model expects "
             f"{vocab_size}"
         )
-    train, report = (
+    train, train_report = (
         speed.cached_pairs(vocab_path, sp, train_pairs, run.max_sentence_tokens)
         if token_cache
         else data.encode_pairs(sp, train_pairs, run.max_sentence_tokens)
     )
-    say(f"train: {report}")
-    valid, report = data.encode_pairs(sp, valid_pairs, run.max_sentence_tokens)
-    say(f"valid: {report}")
-    for name, kept in (("training", train), ("validation", valid)):
+    say(f"train: {train_report}")
+    valid, valid_report = data.encode_pairs(sp, valid_pairs, run.max_sentence_tokens)
+    say(f"valid: {valid_report}")
+    for name, kept, report in (
+        ("training", train, train_report),
+        ("validation", valid, valid_report),
+    ):
         if not kept:
-            raise data.DataError(
-                f"no {name} pairs are left once pairs with a side longer than "
-                f"--max-sentence-tokens {run.max_sentence_tokens} (or an empty side) "
-                "are dropped; raise --max-sentence-tokens"
+            # the advice follows the reason: lines too long, or lines empty
+            too_long = int(re.search(r"([\d,]+) over", report)[1].replace(",", ""))
+            advice = (
+                "raise --max-sentence-tokens"
+                if too_long
+                else "each pair has an empty side: check the corpus's files"
             )
+            raise data.DataError(f"no {name} pairs are left: {report}; {advice}")
     return sp, train, valid, trained
 
 

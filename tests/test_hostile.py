@@ -686,3 +686,15 @@ def test_a_text_corpus_may_gzip_one_language_and_not_the_other(text_corpus, tmp_
         (tmp_path / f"{split}.de.gz").write_bytes(gzip.compress(data))
     pairs = corpora.load_pairs("text", "train", "en", "de", tmp_path)
     assert pairs == corpora.load_pairs("text", "train", "en", "de", text_corpus)
+
+
+def test_empty_target_lines_are_not_blamed_on_the_length_limit(
+    text_corpus, tmp_path, capsys
+):
+    for split in ("train", "valid", "test"):
+        shutil.copy(text_corpus / f"{split}.en", tmp_path)
+        lines = (text_corpus / f"{split}.de").read_text().count("\n")
+        (tmp_path / f"{split}.de").write_text("\n" * lines)
+    assert train.main(train_argv(tmp_path, tmp_path / "run", 2)) == 2
+    err = one_line_error(capsys, "each pair has an empty side")
+    assert "--max-sentence-tokens" not in err
