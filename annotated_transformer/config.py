@@ -99,17 +99,27 @@ def check_model_config(config: TransformerConfig) -> None:
     fault."""
     for name in ("vocab_size", "n_layers", "d_model", "d_ff", "n_heads", "max_len"):
         value = getattr(config, name)
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        # (2**24: far past any real model, and within what a tensor's size can hold)
+        if (
+            not isinstance(value, int)
+            or isinstance(value, bool)
+            or not 1 <= value <= 2**24
+        ):
             raise ValueError(
-                f"{option(name)} must be a positive integer, got {value!r}"
+                f"{option(name)} must be an integer from 1 to 2**24, got {value!r}"
             )
     if config.max_len > 2**16:  # sentences, not books: the table has a row each
         raise ValueError(f"--max-len must be at most 65536, got {config.max_len}")
     for name in ("d_k", "d_v"):
         value = getattr(config, name)
-        if value is not None and (not isinstance(value, int) or value < 1):
+        if value is not None and (
+            not isinstance(value, int)
+            or isinstance(value, bool)
+            or not 1 <= value <= 2**24
+        ):
             raise ValueError(
-                f"{option(name)} must be a positive integer or None, got {value!r}"
+                f"{option(name)} must be an integer from 1 to 2**24, or None, got "
+                f"{value!r}"
             )
     if (config.d_k is None or config.d_v is None) and config.d_model % config.n_heads:
         raise ValueError(

@@ -79,7 +79,10 @@ def check_optimizer_state(optimizer) -> None:
     shape: loading takes them as they are, and the first update would fail."""
     for group in optimizer.param_groups:
         for weight in group["params"]:
-            for key, value in optimizer.state.get(weight, {}).items():
+            state = optimizer.state.get(weight, {})
+            if state and set(state) != {"step", "exp_avg", "exp_avg_sq"}:
+                raise ValueError(f"a weight's Adam state holds {sorted(state)}")
+            for key, value in state.items():
                 if not isinstance(value, torch.Tensor):
                     raise TypeError(f"{key} is a {type(value).__name__}, not a tensor")
                 if value.dim() > 0 and value.shape != weight.shape:
