@@ -200,7 +200,8 @@ def resumed(path: Path, state: dict, parts: dict, rank: int) -> Position:
                 raise ValueError(f"{name} is {value!r}")
         for what, part in parts.items():
             part.load_state_dict(state[what])
-        check_optimizer_state(parts["optimizer"])
+        what = "optimizer"
+        check_optimizer_state(parts[what])
         # A process the run did not have before (it moved to more processes) takes
         # rank 0's stream of random numbers.
         what, streams = "random-number state", state["rng"]
