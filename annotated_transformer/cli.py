@@ -44,9 +44,16 @@ class StandardOutput(io.TextIOWrapper):
     unbuffered output (``PYTHONUNBUFFERED``) would drop without a word. A reader that
     went away stays a ``BrokenPipeError``."""
 
+    unbuffered = (
+        False  # PYTHONUNBUFFERED (or -u): each write reaches the reader at once
+    )
+
     def write(self, text: str) -> int:
         try:
-            return super().write(text)
+            written = super().write(text)
+            if self.unbuffered:
+                super().flush()
+            return written
         except BrokenPipeError:
             raise
         except OSError as error:
@@ -78,11 +85,13 @@ def standard_streams() -> None:
         sys.stderr = open(os.devnull, "w", encoding="utf-8")
     if sys.stdout is not None and sys.stdout is sys.__stdout__:  # not in a notebook
         sys.stdout.flush()
-        sys.stdout = StandardOutput(
+        checked = StandardOutput(
             io.BufferedWriter(io.FileIO(sys.stdout.fileno(), "w", closefd=False)),
             encoding="utf-8",
             line_buffering=sys.stdout.line_buffering,
         )
+        checked.unbuffered = sys.stdout.write_through
+        sys.stdout = checked
     for stream in (sys.stdin, sys.stdout, sys.stderr):
         encoding = getattr(stream, "encoding", None) or "utf-8"
         if encoding.lower().replace("-", "") != "utf8" and hasattr(

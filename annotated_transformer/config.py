@@ -97,30 +97,20 @@ class TransformerConfig:
 def check_model_config(config: TransformerConfig) -> None:
     """Reject a configuration no model can be built from, naming the option at
     fault."""
-    for name in ("vocab_size", "n_layers", "d_model", "d_ff", "n_heads", "max_len"):
+    sizes = ("vocab_size", "n_layers", "d_model", "d_ff", "n_heads", "max_len")
+    for name in (*sizes, "d_k", "d_v"):
         value = getattr(config, name)
-        # (2**24: far past any real model, and within what a tensor's size can hold)
-        if (
-            not isinstance(value, int)
-            or isinstance(value, bool)
-            or not 1 <= value <= 2**24
-        ):
+        if value is None and name in ("d_k", "d_v"):
+            continue  # d_model / n_heads
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise ValueError(
-                f"{option(name)} must be an integer from 1 to 2**24, got {value!r}"
+                f"{option(name)} must be a positive integer, got {value!r}"
             )
-    if config.max_len > 2**16:  # sentences, not books: the table has a row each
-        raise ValueError(f"--max-len must be at most 65536, got {config.max_len}")
-    for name in ("d_k", "d_v"):
-        value = getattr(config, name)
-        if value is not None and (
-            not isinstance(value, int)
-            or isinstance(value, bool)
-            or not 1 <= value <= 2**24
-        ):
-            raise ValueError(
-                f"{option(name)} must be an integer from 1 to 2**24, or None, got "
-                f"{value!r}"
-            )
+        # sentences, not books (the table has a row each); and no size past what a
+        # real model has or a tensor's size can hold
+        largest = 2**16 if name == "max_len" else 2**24
+        if value > largest:
+            raise ValueError(f"{option(name)} must be at most {largest}, got {value}")
     if (config.d_k is None or config.d_v is None) and config.d_model % config.n_heads:
         raise ValueError(
             f"--d-model {config.d_model} is not divisible by --n-heads "

@@ -206,7 +206,14 @@ def resumed(path: Path, state: dict, parts: dict, rank: int) -> Position:
         # rank 0's stream of random numbers.
         what, streams = "random-number state", state["rng"]
         set_rng_state(streams[rank] if rank < len(streams) else streams[0])
-    except (KeyError, TypeError, ValueError, RuntimeError, IndexError) as error:
+    except (
+        KeyError,
+        TypeError,
+        ValueError,
+        RuntimeError,
+        IndexError,
+        AttributeError,
+    ) as error:
         reason = (str(error).strip().splitlines() or ["no message"])[0][:160]
         raise CheckpointError(
             f"{path} cannot be resumed from: its {what} is damaged "

@@ -953,6 +953,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def sentences_in(path: Path) -> list[str]:
+    """The source sentences of the file ``path`` (-i), one a line."""
+    if path.is_dir():
+        raise ValueError(f"-i {path} is a folder, not a file of sentences")
+    if not path.is_file():
+        raise ValueError(f"-i {path} does not exist")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise ValueError(f"-i {path} is not UTF-8 text ({error})") from None
+    lines = [line for line in split_lines(text) if line]
+    if not lines:
+        raise ValueError(f"{path} has no sentence: write one source sentence per line")
+    return lines
+
+
 def sentences_from(args) -> list[SentenceAttention]:
     """The captured sentences: loaded with --stored, else captured from the model
     of --run/--checkpoint."""
@@ -965,19 +981,7 @@ def sentences_from(args) -> list[SentenceAttention]:
             )
         return stored
     if args.input is not None:
-        if args.input.is_dir():
-            raise ValueError(f"-i {args.input} is a folder, not a file of sentences")
-        if not args.input.is_file():
-            raise ValueError(f"-i {args.input} does not exist")
-        try:
-            text = args.input.read_text(encoding="utf-8")
-        except UnicodeDecodeError as error:
-            raise ValueError(f"-i {args.input} is not UTF-8 text ({error})") from None
-        lines = [line for line in split_lines(text) if line]
-        if not lines:
-            raise ValueError(
-                f"{args.input} has no sentence: write one source sentence per line"
-            )
+        lines = sentences_in(args.input)
     elif args.sentence is not None:
         if not args.sentence.strip():
             raise ValueError("the sentence is empty: give at least one word")

@@ -219,7 +219,7 @@ EDITS = {
     "sentencepiece bytes": "is not a SentencePiece vocabulary that loads",
     "no settings": "holds no settings a model can be built from",
     "empty model": "missing",
-    "vocab_size 4e8": "of another shape",
+    "vocab_size 4e8": "--vocab-size must be at most 16777216",
     "n_heads": "were changed after it was written",
 }
 

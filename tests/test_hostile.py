@@ -37,6 +37,8 @@ from annotated_transformer import (
 from annotated_transformer.model import make_model
 
 TRAIN = [sys.executable, "-m", "annotated_transformer.train"]
+TRANSLATE = [sys.executable, "-m", "annotated_transformer.translate"]
+BUNDLE = [sys.executable, "-m", "annotated_transformer.bundle"]
 
 
 def test_a_trainer_that_fails_removes_nothing_another_trainer_wrote(
@@ -392,40 +394,27 @@ def test_every_error_line_is_printable_and_one_line(capsys):
     assert "\\x1b]0;retitled\\x07 in\\na file" in err
 
 
-def test_a_stored_files_labels_reach_the_terminal_escaped(tmp_path, capsys):
-    hostile = "\x1b]0;retitled\x07"
-    weights = {
-        "encoder": np.full((1, 1, 2, 2), 0.5),
-        "decoder": np.full((1, 1, 2, 2), 0.5),
-        "cross": np.full((1, 1, 2, 2), 0.5),
-    }
-    sentence = visualize.SentenceAttention(
-        source="a",
-        target="b",
-        src_labels=[hostile, "</s>"],
-        tgt_labels=["<s>", "b"],
-        **weights,
-    )
-    stored = tmp_path / "foreign.npz"
-    visualize.save_attention(stored, [sentence])
-    argv = ["--stored", str(stored), "--query", "x", "-o", str(tmp_path / "f.png")]
-    assert visualize.main(argv) == 2
-    err = capsys.readouterr().err
-    assert "\x1b" not in err and "\x07" not in err and "\\x1b]0;retitled" in err
-
-
-def stored_attention(tmp_path: Path, about: dict | None = None) -> Path:
+def stored_attention(tmp_path: Path, first_label: str = "a") -> Path:
+    """A file of stored attention weights: one sentence, its first label given."""
     weights = {k: np.full((1, 1, 2, 2), 0.5) for k in ("encoder", "decoder", "cross")}
     sentence = visualize.SentenceAttention(
         source="a",
         target="b",
-        src_labels=["a", "</s>"],
+        src_labels=[first_label, "</s>"],
         tgt_labels=["<s>", "b"],
         **weights,
     )
     stored = tmp_path / "stored.npz"
-    visualize.save_attention(stored, [sentence], about)
+    visualize.save_attention(stored, [sentence])
     return stored
+
+
+def test_a_stored_files_labels_reach_the_terminal_escaped(tmp_path, capsys):
+    stored = stored_attention(tmp_path, first_label="\x1b]0;retitled\x07")
+    argv = ["--stored", str(stored), "--query", "x", "-o", str(tmp_path / "f.png")]
+    assert visualize.main(argv) == 2
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "\x07" not in err and "\\x1b]0;retitled" in err
 
 
 def test_stored_weights_without_a_record_draw_and_are_not_saved_again(tmp_path, capsys):
@@ -700,3 +689,36 @@ def test_empty_target_lines_are_not_blamed_on_the_length_limit(
     assert train.main(train_argv(tmp_path, tmp_path / "run", 2)) == 2
     err = one_line_error(capsys, "each pair has an empty side")
     assert "--max-sentence-tokens" not in err
+
+
+@pytest.mark.parametrize("unbuffered", ["", "1"])
+def test_a_full_standard_output_is_one_line_and_status_2(run, text_corpus, unbuffered):
+    # /dev/full takes nothing: every write fails as on a full disk
+    command = [*TRANSLATE, "--run", str(run), "-i", str(text_corpus / "train.en")]
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [*command, "--beam-size", "1", "--no-progress"],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": unbuffered},
+        )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines()[-1] == (
+        "error: cannot write standard output: No space left on device"
+    )
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("unbuffered", ["", "1"])
+def test_a_reader_that_goes_away_is_status_141_and_quiet(run, unbuffered):
+    bundled = subprocess.Popen(
+        [*BUNDLE, "--run", str(run), "-o", "/dev/stdout"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONUNBUFFERED": unbuffered},
+    )
+    assert bundled.stdout.read(10)
+    bundled.stdout.close()  # as `head -c 10` does
+    assert bundled.wait(timeout=HANG) == 141
+    assert bundled.stderr.read() == b""

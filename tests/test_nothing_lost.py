@@ -697,7 +697,7 @@ def test_bundle_refuses_to_write_into_its_run_or_to_bundle_a_folder_that_is_no_r
     one_line_error(capsys, "/ is not a run folder: it has no config.json")
 
 
-def test_names_read_from_a_bundle_make_no_path_out_of_its_folder_and_print_safely(
+def test_names_read_from_a_bundle_that_would_leave_its_folder_are_refused_safely(
     run, text_corpus, tmp_path, capsys
 ):
     model_file = tmp_path / "b.pt"
@@ -717,12 +717,11 @@ def test_names_read_from_a_bundle_make_no_path_out_of_its_folder_and_print_safel
         shutil.copy(text_corpus / f"test.{lang}", data / f"{hostile}.{lang}")
     before = {p for p in tmp_path.rglob("*")}
     argv = ["--checkpoint", str(model_file), "--limit", "2", "--no-progress"]
-    assert evaluate.main(argv) == 0
-    made = {p for p in tmp_path.rglob("*")} - before
-    eval_folder = tmp_path / "b.eval"
-    assert made and all(p == eval_folder or eval_folder in p.parents for p in made)
+    assert evaluate.main(argv) == 2  # a split is a plain name: nothing is read
+    assert {p for p in tmp_path.rglob("*")} == before
     said = capsys.readouterr()
     assert "\x1b" not in said.out + said.err and "\\x1b]0;owned\\x07" in said.err
+    assert "--test-split must be a name" in said.err
 
 
 class RunsCode:
