@@ -44,9 +44,8 @@ class StandardOutput(io.TextIOWrapper):
     unbuffered output (``PYTHONUNBUFFERED``) would drop without a word. A reader that
     went away stays a ``BrokenPipeError``."""
 
-    unbuffered = (
-        False  # PYTHONUNBUFFERED (or -u): each write reaches the reader at once
-    )
+    # PYTHONUNBUFFERED (or -u): each write reaches the reader at once
+    unbuffered = False
 
     def write(self, text: str) -> int:
         try:

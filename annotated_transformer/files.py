@@ -202,7 +202,10 @@ def append_line(path: Path, line: str) -> None:
             f.flush()
             os.fsync(f.fileno())
     except OSError as error:
-        with contextlib.suppress(OSError), os.fdopen(open_own(path, os.O_RDWR)) as log:
+        with (
+            contextlib.suppress(OSError),
+            os.fdopen(open_own(path, os.O_RDWR), "r+b") as log,
+        ):
             log.truncate(size)
         raise write_error(path, error, len(data)) from None
 
