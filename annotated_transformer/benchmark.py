@@ -703,7 +703,9 @@ def decode_worker(job: dict, requests) -> Iterator[dict]:
         fast = speed.fast_paths(job["device"])  # as translate loads the model
         if job["engine"] == "ours-sdpa":
             fast = speed.all_fast_paths(job["device"])
-        model, sp, _ = load_model([Path(job["model_file"])], job["device"], fast)
+        model, sp, _ = load_model(
+            [Path(job["model_file"])], job["device"], fast, fewer_pieces=True
+        )
     else:
         import sentencepiece as spm
 

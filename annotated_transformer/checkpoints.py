@@ -431,12 +431,16 @@ def opened(paths: list[Path]):
         yield files
 
 
-def load_model(paths: list[Path], device: str = "cpu", fast=None):
+def load_model(
+    paths: list[Path], device: str = "cpu", fast=None, fewer_pieces: bool = False
+):
     """The model (in eval mode, averaged over ``paths``), its vocabulary and the run's
     settings; with the fast paths ``fast`` (default: ``speed.fast_paths(device)``'s).
 
     ``paths`` are checkpoints of one run folder, or a single model file written by
-    ``bundle``."""
+    ``bundle``. The vocabulary must have the model's size; with ``fewer_pieces`` it
+    may be smaller (a timing model of a preset's shape, whose outputs past it are
+    dropped)."""
     with opened(paths) as files:
         last = load_checkpoint(paths[-1], files[-1])  # each file is read once
         bundled = isinstance(last, dict) and last.get("format") == MODEL_FILE_FORMAT
@@ -485,10 +489,13 @@ def load_model(paths: list[Path], device: str = "cpu", fast=None):
         )
     else:
         sp = run_folder_vocabulary(paths[-1], settings)
-    if sp.get_piece_size() != config.vocab_size:
+    pieces = sp.get_piece_size()
+    if pieces > config.vocab_size or (pieces < config.vocab_size and not fewer_pieces):
+        # ids past the embedding would fail, and ids past the vocabulary cannot be
+        # written out
         raise CheckpointError(
-            f"{paths[-1]} has a vocabulary of {sp.get_piece_size():,} pieces for a "
-            f"model of {config.vocab_size:,}. {advice}"
+            f"{paths[-1]} has a vocabulary of {pieces:,} pieces for a model of "
+            f"{config.vocab_size:,}. {advice}"
         )
     return model.to(device).eval(), sp, settings
 
