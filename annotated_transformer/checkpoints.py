@@ -473,20 +473,7 @@ def load_model(
         earlier = (weights(p, f) for p, f in zip(paths[:-1], files[:-1]))
         model.load_state_dict(average_weights(chain([last["model"]], earlier)))
     if bundled:  # the vocabulary travels inside the file
-        vocabulary = last.get("sentencepiece")
-        stored = (
-            isinstance(vocabulary, torch.Tensor)
-            and vocabulary.dtype == torch.uint8
-            and vocabulary.dim() == 1
-            and holds_its_numbers(vocabulary)
-        )
-        if not stored:  # not read: it may claim gigabytes that it does not hold
-            raise CheckpointError(
-                f"{paths[-1]} holds no vocabulary stored as its bytes. {advice}"
-            )
-        sp = read_vocabulary(
-            vocabulary.numpy().tobytes(), f"the vocabulary inside {paths[-1]}", advice
-        )
+        sp = bundled_vocabulary(last, paths[-1], advice)
     else:
         sp = run_folder_vocabulary(paths[-1], settings)
     pieces = sp.get_piece_size()
@@ -498,6 +485,24 @@ def load_model(
             f"{config.vocab_size:,}. {advice}"
         )
     return model.to(device).eval(), sp, settings
+
+
+def bundled_vocabulary(state: dict, path: Path, advice: str):
+    """The SentencePiece vocabulary stored inside the model file ``path``."""
+    vocabulary = state.get("sentencepiece")
+    stored = (
+        isinstance(vocabulary, torch.Tensor)
+        and vocabulary.dtype == torch.uint8
+        and vocabulary.dim() == 1
+        and holds_its_numbers(vocabulary)
+    )
+    if not stored:  # not read: it may claim gigabytes that it does not hold
+        raise CheckpointError(
+            f"{path} holds no vocabulary stored as its bytes. {advice}"
+        )
+    return read_vocabulary(
+        vocabulary.numpy().tobytes(), f"the vocabulary inside {path}", advice
+    )
 
 
 def run_folder_vocabulary(checkpoint: Path, settings: dict):
