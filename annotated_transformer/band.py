@@ -10,6 +10,7 @@ same recipe can be compared with them while it trains.
 
 import argparse
 import json
+import math
 from pathlib import Path
 
 from annotated_transformer.cli import command
@@ -36,17 +37,27 @@ def finished_run(folder: Path) -> dict:
                 run["nll"][str(record["step"])] = record["valid_nll"]
         name = "results.json"
         run["bleu"] = json.loads((folder / name).read_text(encoding="utf-8"))["bleu"]
+        numbers = [run["bleu"], *run["nll"].values()]
     except (OSError, ValueError) as error:  # unreadable, or not JSON
         raise ValueError(f"{folder / name} cannot be read ({error})") from None
     except (KeyError, TypeError, AttributeError) as error:
+        missing = "no " if isinstance(error, KeyError) else ""
         raise ValueError(
-            f"{folder / name} is not what a finished run writes (no {error})"
+            f"{folder / name} is not what a finished run writes ({missing}{error})"
         ) from None
+    if not all(isinstance(x, (int, float)) and math.isfinite(x) for x in numbers):
+        raise ValueError(
+            f"{folder} holds a loss or score that is not a finite number: a band is "
+            "drawn from runs that trained to the end"
+        )
     return run
 
 
 def seed_band(folders: list[Path]) -> dict:
     """The band of finished runs that differ only in their seed."""
+    same = {f.resolve() for f in folders}
+    if len(same) < len(folders):
+        raise ValueError("a run folder is given twice; give each run once")
     runs = [finished_run(folder) for folder in folders]
     for folder, run in zip(folders, runs):
         if run["recipe"] != runs[0]["recipe"]:

@@ -33,6 +33,7 @@ from annotated_transformer.cli import (
     add_progress_option,
     add_threads_option,
     add_weights_options,
+    check_writable,
     command,
     command_parser,
     decoding_from_args,
@@ -1226,6 +1227,8 @@ def main(argv: list[str] | None = None) -> int:
                 raise ValueError(
                     f"{option(name)} must be an integer of at least {least}, got {v}"
                 )
+    if args.output:
+        check_writable(args.output)  # before the work, which a bad -o would lose
     run, show = {
         "train": (benchmark_training, print_training),
         "decode": (benchmark_decoding, print_decoding),

@@ -13,6 +13,7 @@ import re
 import signal
 import sys
 import tempfile
+import warnings
 from dataclasses import fields
 from pathlib import Path
 
@@ -113,19 +114,32 @@ def out_of_memory(error: BaseException) -> str:
     )
 
 
+def one_line_warning(message, category, filename, lineno, file=None, line=None):
+    """Show a warning (matplotlib's of a glyph missing from its font, say) as one
+    line, without the source line Python prints under it."""
+    text = " ".join(str(message).split())
+    print(f"warning: {printable(text)}", file=sys.stderr)
+
+
 def command(main=None, *, parser=None, also: tuple = ()):
     """Make a command's ``main(argv) -> exit status`` from its body. With ``parser`` (a
     function that builds the argument parser), the body receives the parsed arguments
     instead of ``argv``. A data, checkpoint, value or write error, or one of the
     failures ``also`` names as expected of that command, prints ``error: ...`` and
     returns 2;
-    Ctrl-C returns 130 (the training loop catches it first, to save). Use as
+    Ctrl-C returns 130 (the training loop catches it first, to save). A warning is
+    one line too. Use as
     ``@command`` or ``@command(parser=build_parser, also=(OSError,))``."""
     if main is None:
         return functools.partial(command, parser=parser, also=also)
 
     @functools.wraps(main)
     def run(argv: list[str] | None = None) -> int:
+        with warnings.catch_warnings():
+            warnings.showwarning = one_line_warning
+            return guarded(argv)
+
+    def guarded(argv: list[str] | None) -> int:
         standard_streams()
         try:
             status = main(argv if parser is None else parser().parse_args(argv))
@@ -414,6 +428,18 @@ def file_name(text: str) -> str:
     return "_" + safe[1:] if safe.startswith(".") else safe
 
 
+def is_closed_stdout(path: Path) -> bool:
+    """Whether ``path`` names standard output (``/dev/stdout``, ``/dev/fd/1``) and
+    the shell closed it (``>&-``)."""
+    if str(Path(path).absolute()) not in ("/dev/stdout", "/dev/fd/1"):
+        return False
+    try:
+        os.fstat(1)
+    except OSError:
+        return True
+    return False
+
+
 def check_writable(path: Path, option: str = "-o") -> None:
     """Refuse an output file that cannot be written, before any translating is done.
     Checking makes nothing: no folder, no file."""
@@ -421,6 +447,8 @@ def check_writable(path: Path, option: str = "-o") -> None:
     if path.is_dir():
         raise ValueError(f"{path} is a folder; give the file to write with {option}")
     if is_stream(path):  # /dev/stdout, a named pipe: written into as they are
+        if is_closed_stdout(path):
+            raise ValueError(f"cannot write {path}: standard output is closed")
         if not os.access(path, os.W_OK):
             raise ValueError(f"cannot write {path}: permission denied")
         return

@@ -194,13 +194,22 @@ def _download(url: str, target: Path) -> None:
 
 def _fetch_sacrebleu(test_set: str, src: str, tgt: str) -> tuple[Path, Path]:
     """sacreBLEU's own copy of a test set, downloaded into its cache ($SACREBLEU, else
-    ~/.sacrebleu) the first time: the paths of the source and of the reference text."""
-    from sacrebleu.utils import get_reference_files, get_source_file
+    ~/.sacrebleu) the first time: the paths of the source and of the reference text.
+    A failed download leaves no lock file and no empty folder in that cache."""
+    from sacrebleu.utils import SACREBLEU_DIR, get_reference_files, get_source_file
 
     pair = f"{src}-{tgt}"
-    return Path(get_source_file(test_set, pair)), Path(
-        get_reference_files(test_set, pair)[0]
-    )
+    raw = Path(SACREBLEU_DIR) / test_set / "raw"
+    locks = set(raw.glob("*.lock"))
+    with _tidy_on_failure(raw):
+        try:
+            return Path(get_source_file(test_set, pair)), Path(
+                get_reference_files(test_set, pair)[0]
+            )
+        except BaseException:
+            for lock in set(raw.glob("*.lock")) - locks:
+                lock.unlink(missing_ok=True)
+            raise
 
 
 def _fetch_hf_wmt14(config: str, folder: Path) -> None:
@@ -345,11 +354,13 @@ def _europarl_files(data_dir: Path, first_only: bool) -> tuple[Path, Path]:
             try:
                 _download(EUROPARL_URL, archive)
             except OSError as error:
+                enough = "europarl-v7-sample/ (its first 20,000 pairs) or "
                 raise DataError(
                     f"Europarl v7 is not under {root} and could not be downloaded "
                     f"({error}). Download {EUROPARL_URL} and unpack its "
                     f"europarl-v7.de-en.en and .de into {root}, or point --data-dir "
-                    f"(or ${DATA_DIR_ENV}) at a folder with europarl-v7/"
+                    f"(or ${DATA_DIR_ENV}) at a folder with "
+                    f"{enough if first_only else ''}europarl-v7/"
                 ) from None
         try:
             with tarfile.open(archive) as tar:

@@ -124,6 +124,8 @@ def write_ctranslate2(model, sp, out: Path) -> Path:
             "writing a CTranslate2 model needs its package: pip install ctranslate2"
         ) from None
     out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"{out} is a file; --ct2 writes a folder: give a new folder")
     if not is_ctranslate2_folder(out):
         raise ValueError(
             f"{out} holds other files; give a new or empty folder (a CTranslate2 model "

@@ -39,7 +39,7 @@ def write_error(path: Path, error: OSError, written: int = 0) -> WriteError:
     message = f"cannot write {path}: {error.strerror or error}"
     if error.errno == errno.EFBIG:  # a limit on the size of one file
         message += "; this process may not write files that large (ulimit -f)"
-    elif error.errno in NO_ROOM:
+    elif error.errno in NO_ROOM and not is_stream(path):
         free = shutil.disk_usage(nearest_folder(path)).free
         message += (
             f" (it needs more than {size_text(written)} free on that disk, which has "

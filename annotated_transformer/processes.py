@@ -9,6 +9,7 @@ import contextlib
 import functools
 import math
 import os
+import re
 import signal
 from datetime import timedelta
 
@@ -74,10 +75,13 @@ def all_answering(world: int):
         ):
             raise
         reason = (str(error).strip().splitlines() or ["no message"])[0]
+        # gloo's text starts with its source file ("[.../pair.cc:534] Connection
+        # closed by peer"): the cause follows it
+        reason = re.sub(r"^\[[^\]]*\]\s*", "", reason)
         raise ValueError(
             "another training process stopped answering, for "
             f"{rank_timeout().total_seconds():.0f} seconds or for good "
-            f"({reason[-160:]}); the run's last checkpoint is kept: run the same "
+            f"({reason[:160]}); the run's last checkpoint is kept: run the same "
             "command again to resume"
         ) from None
 

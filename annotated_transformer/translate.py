@@ -4,6 +4,7 @@
 """Command line: ``python -m annotated_transformer.translate --help``."""
 
 import argparse
+import contextlib
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,7 @@ from annotated_transformer.cli import (
     split_lines,
 )
 from annotated_transformer.config import DecodeConfig
+from annotated_transformer.data import DataError
 from annotated_transformer.decoding import translate_sentences
 from annotated_transformer.files import WriteError, write_atomically
 
@@ -49,13 +51,30 @@ def translate_lines(translator: Translator, lines: list[str]) -> list[str]:
     )
 
 
+MAX_INPUT_BYTES = 2**30  # a GiB of text is more than one command should hold
+
+
 def read_input(args) -> str:
-    if args.input is not None:
-        # newline="": a lone \r does not end a line
-        with open(args.input, encoding="utf-8", newline="") as f:
-            return f.read()
+    """The text to translate, from -i or standard input. An endless or binary source
+    (``-i /dev/zero``) is refused at its first NUL byte or its first GiB, before it
+    fills the memory; a lone \\r is kept, as it does not end a line."""
     stream = getattr(sys.stdin, "buffer", None)
-    return stream.read().decode("utf-8") if stream is not None else sys.stdin.read()
+    if args.input is None and stream is None:
+        return sys.stdin.read()  # a text stream put in place of standard input
+    name = args.input or "standard input"
+    chunks, size = [], 0
+    with open(args.input, "rb") if args.input else contextlib.nullcontext(stream) as f:
+        while chunk := f.read(2**20):
+            size += len(chunk)
+            if b"\0" in chunk:
+                raise DataError(f"{name} holds NUL bytes: it is not a text file")
+            if size > MAX_INPUT_BYTES:
+                raise DataError(f"{name} is longer than 1 GiB; split it")
+            chunks.append(chunk)
+    try:
+        return b"".join(chunks).decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise DataError(f"{name} is not UTF-8 text ({error})") from None
 
 
 def interactive(translator: Translator) -> None:

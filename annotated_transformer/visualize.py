@@ -235,11 +235,14 @@ def check_shapes(s: SentenceAttention, number: int) -> None:
     for kind in KINDS:
         rows, columns = s.labels(kind)
         expected = (*first, len(rows), len(columns))
-        if s.weights(kind).shape != expected or not np.isfinite(s.weights(kind)).all():
+        if s.weights(kind).shape != expected:
             raise ValueError(
                 f"sentence {number}'s {kind} weights have the shape "
-                f"{s.weights(kind).shape}, and its labels and layers need {expected}, "
-                "all finite"
+                f"{s.weights(kind).shape}, and its labels and layers need {expected}"
+            )
+        if not np.isfinite(s.weights(kind)).all():
+            raise ValueError(
+                f"sentence {number}'s {kind} weights are not all finite numbers"
             )
 
 
@@ -974,6 +977,10 @@ def sentences_from(args) -> list[SentenceAttention]:
     of --run/--checkpoint."""
     if args.stored:
         stored = load_attention(args.stored)[0]
+        if not stored:
+            raise ValueError(
+                f"{args.stored} holds no sentence; capture some with --save"
+            )
         if not 1 <= args.index <= len(stored):
             raise ValueError(
                 f"--index {args.index}: {args.stored} holds sentences 1 to "

@@ -738,3 +738,140 @@ def test_a_reader_that_goes_away_is_status_141_and_quiet(run, unbuffered):
     bundled.stdout.close()  # as `head -c 10` does
     assert bundled.wait(timeout=HANG) == 141
     assert bundled.stderr.read() == b""
+
+
+def test_an_endless_or_binary_input_is_refused_at_its_first_chunk(run, capsys):
+    assert translate.main(["--run", str(run), "-i", "/dev/zero", "--no-progress"]) == 2
+    one_line_error(capsys, "/dev/zero holds NUL bytes: it is not a text file")
+
+
+def test_a_full_device_is_not_called_a_full_disk(run, text_corpus, capsys):
+    argv = ["--run", str(run), "-i", str(text_corpus / "test.en"), "--no-progress"]
+    assert translate.main([*argv, "--beam-size", "1", "-o", "/dev/full"]) == 2
+    err = capsys.readouterr().err.splitlines()[-1]
+    assert err.startswith("error: cannot write /dev/full: No space left on device;")
+    assert "free" not in err
+
+
+def test_a_closed_standard_output_given_as_dev_stdout_is_named_as_closed(
+    run, text_corpus
+):
+    done = subprocess.run(
+        [*TRANSLATE, "--run", str(run), "-i", str(text_corpus / "test.en")]
+        + ["-o", "/dev/stdout"],
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: os.close(1),  # as `>&-` does
+    )
+    assert done.returncode == 2
+    assert done.stderr == "error: cannot write /dev/stdout: standard output is closed\n"
+
+
+def test_output_paths_of_the_wrong_kind_are_refused_before_the_work(
+    run, tmp_path, capsys
+):
+    pytest.importorskip("ctranslate2")
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("keep")
+    assert bundle.main(["--run", str(run), "--ct2", str(a_file)]) == 2
+    one_line_error(capsys, "notes.txt is a file; --ct2 writes a folder")
+    assert a_file.read_text() == "keep"
+    from annotated_transformer import benchmark
+
+    argv = ["decode", "--random-weights", "--limit", "2", "--no-progress"]
+    assert benchmark.main([*argv, "-o", str(tmp_path)]) == 2
+    out = capsys.readouterr()
+    assert out.err == f"error: {tmp_path} is a folder; give the file to write with -o\n"
+    assert out.out == ""  # nothing was timed
+
+
+def test_stored_weights_that_are_not_numbers_or_no_sentence_are_named(tmp_path, capsys):
+    stored = stored_attention(tmp_path)
+    with np.load(stored) as arrays:
+        nan, none = dict(arrays), {"meta": arrays["meta"]}
+    nan["0_cross"] = np.full((1, 1, 2, 2), np.nan, np.float16)
+    meta = json.loads(str(none["meta"]))
+    none["meta"] = np.array(json.dumps({**meta, "sentences": []}))
+    for name, arrays, message in (
+        ("nan.npz", nan, "sentence 1's cross weights are not all finite numbers"),
+        ("none.npz", none, "none.npz holds no sentence; capture some with --save"),
+    ):
+        np.savez(tmp_path / name, **arrays)
+        argv = ["--stored", str(tmp_path / name), "-o", str(tmp_path / "f.png")]
+        assert visualize.main(argv) == 2
+        one_line_error(capsys, message)
+
+
+def test_a_band_of_a_run_twice_of_a_diverged_run_or_a_list_is_named(
+    run, tmp_path, capsys
+):
+    from annotated_transformer import band
+
+    out = ["-o", str(tmp_path / "band.json")]
+    assert band.main([str(run), str(run), *out]) == 2
+    one_line_error(capsys, "a run folder is given twice")
+    with (run / "metrics.jsonl").open("a") as log:
+        log.write('{"step": 9, "valid_nll": NaN}\n')
+    assert band.main([str(run), *out]) == 2
+    one_line_error(capsys, "not a finite number")
+    (run / "results.json").write_text("[]")
+    assert band.main([str(run), *out]) == 2
+    err = one_line_error(capsys, "results.json is not what a finished run writes (")
+    assert "(no " not in err
+    assert not (tmp_path / "band.json").exists()
+
+
+def test_a_warning_is_one_line_without_its_source_line(tmp_path, capsys):
+    # labels of a script the plotting font lacks: matplotlib warns of each glyph
+    stored = stored_attention(tmp_path, first_label="漢字")
+    assert visualize.main(["--stored", str(stored), "-o", str(tmp_path / "f.png")]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err and all(line.startswith("warning: Glyph ") for line in err), err
+
+
+def test_a_lost_process_names_gloos_cause_not_its_source_file():
+    from annotated_transformer import processes
+
+    gloo = (
+        "[../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by "
+        "peer [127.0.0.1]:5678"
+    )
+    with pytest.raises(ValueError) as raised:
+        with processes.all_answering(world=2):
+            raise RuntimeError(gloo)
+    assert "(Connection closed by peer [127.0.0.1]:5678)" in str(raised.value)
+    assert "pair.cc" not in str(raised.value)
+
+
+def test_the_figure_script_leaves_no_store_and_asks_for_the_sample(tmp_path):
+    script = Path(__file__).resolve().parents[1] / "tools" / "figure_gpu.sh"
+    usage = subprocess.run(["bash", str(script)], capture_output=True, text=True)
+    assert usage.returncode == 2 and usage.stdout == ""
+    assert "figure_gpu.sh DATA STORE" in usage.stderr
+    store = tmp_path / "store"
+    done = subprocess.run(
+        ["bash", str(script), str(tmp_path / "no-data"), str(store), "--device", "cpu"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHON": sys.executable},
+    )
+    assert done.returncode == 2 and not store.exists()
+    assert "europarl-v7-sample/ (its first 20,000 pairs)" in done.stderr
+
+
+def test_a_failed_test_set_download_leaves_no_lock_in_sacrebleus_cache(
+    tmp_path, monkeypatch
+):
+    import sacrebleu.utils
+
+    def offline(test_set, pair):
+        raw = tmp_path / "cache" / test_set / "raw"
+        raw.mkdir(parents=True)
+        (raw / "wmt14.tgz.lock").write_text("")
+        raise OSError("Name or service not known")
+
+    monkeypatch.setattr(sacrebleu.utils, "SACREBLEU_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(sacrebleu.utils, "get_source_file", offline)
+    with pytest.raises(OSError, match="service not known"):
+        corpora._fetch_sacrebleu("wmt14", "en", "de")
+    assert not (tmp_path / "cache").exists()

@@ -11,12 +11,14 @@
 # added to the training command and win over its own (a CPU test: --device cpu --d-model 32 ...).
 set -euo pipefail
 if [ $# -lt 2 ]; then
-  sed -n 2,11p "$0" | sed 's/^# \{0,1\}//'
+  sed -n 2,11p "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 fi
 data=$1 store=$2
 shift 2
 python=${PYTHON:-python3}
+# a STORE this script made is removed again if a failure leaves it empty
+[ -e "$store" ] || trap 'rmdir "$store" 2>/dev/null || true' EXIT
 mkdir -p "$store"
 
 # 6 layers of width 512 (d_ff 2048), 8 heads, dropout 0.1: the paper's base shape; the rate of
