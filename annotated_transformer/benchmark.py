@@ -140,10 +140,23 @@ def time_paths(args, config, batches, device: str, warmup: int, cpu_peak) -> lis
     """``time_training`` for each path of ``args``, and the fast path compiled, with
     the MFU of each against the peak of the precision it ran in."""
     paths = [
-        TrainingPath(name, args.bf16, profile=args.profile if name == "fast" else 0)
+        TrainingPath(
+            name,
+            args.bf16,
+            profile=args.profile if name == "fast" else 0,
+            loss_chunk=args.loss_chunk,
+        )
         for name in args.paths
     ] + (
-        [TrainingPath("fast", args.bf16, compile=True, profile=args.profile)]
+        [
+            TrainingPath(
+                "fast",
+                args.bf16,
+                compile=True,
+                profile=args.profile,
+                loss_chunk=args.loss_chunk,
+            )
+        ]
         if args.compile
         else []
     )
@@ -275,6 +288,13 @@ def add_path_options(train) -> None:
         metavar="N",
         help="batches in at most N fixed shapes, as training's --buckets (default: 0, "
         "each batch its own shape); the untimed updates then hold every shape",
+    )
+    train.add_argument(
+        "--loss-chunk",
+        type=int,
+        metavar="N",
+        help="the loss N target positions at a time, 0 all at once (default: as "
+        "training on the device: 4,096 on a GPU, 0 on the CPU)",
     )
     add_bf16_option(train)
 

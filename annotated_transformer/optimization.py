@@ -73,6 +73,10 @@ def batch_loss(
     read from the model inside."""
     generator = getattr(model, "module", model).generator
     states = model(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask)
+    if hasattr(loss_function, "from_states"):  # it projects the states itself
+        return loss_function.from_states(
+            generator.proj, states, batch.tgt_out, pad, label_smoothing
+        )
     scores = generator.proj(states)  # before the log-softmax: the loss has one
     return loss_function(scores, batch.tgt_out, pad, label_smoothing, "sum")
 

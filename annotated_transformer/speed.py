@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from torch.utils.checkpoint import checkpoint
 
 from annotated_transformer.config import DecodeConfig, RunConfig, TransformerConfig
 from annotated_transformer.data import (
@@ -57,13 +58,19 @@ class FastPaths:
     buckets: int = 0  # with compile: batches in this many fixed shapes
     token_cache: bool = False  # training pairs as memory-mapped token ids
     kv_cache: bool = False  # decoding keeps keys and values between steps (chapter 9)
+    loss_chunk: int = 0  # the loss this many target positions at a time (0: at once)
+
+
+# target positions per chunk of the loss on a GPU: with 37,000 pieces, their float32
+# scores take 600 MB
+LOSS_CHUNK = 4096
 
 
 def fast_paths(device: str = "cpu", run: RunConfig | None = None) -> FastPaths:
     """The fast paths for ``device``: on a GPU the fused kernels and, unless the run
-    says ``--no-bf16``, bf16; ``--compile`` and ``--buckets`` as the run gives them;
-    everywhere the token cache, which saves memory, and the key/value cache in
-    decoding."""
+    says ``--no-bf16``, bf16, and the loss in chunks; ``--compile`` and ``--buckets``
+    as the run gives them; everywhere the token cache, which saves memory, and the
+    key/value cache in decoding."""
     on_gpu = device.startswith("cuda")
     return FastPaths(
         fused_attention=on_gpu,
@@ -73,6 +80,7 @@ def fast_paths(device: str = "cpu", run: RunConfig | None = None) -> FastPaths:
         buckets=run.buckets if run is not None else 0,
         token_cache=True,
         kv_cache=True,
+        loss_chunk=LOSS_CHUNK if on_gpu else 0,
     )
 
 
@@ -92,13 +100,17 @@ def model_config(config: TransformerConfig, fast: FastPaths) -> TransformerConfi
 
 def faster(update: Update, fast: FastPaths) -> Update:
     """Chapter 11's plain ``update`` with the fast paths that wrap it: the model and the
-    loss compiled, and bf16 autocast on the GPU. The weights stay those it trains."""
+    loss compiled, the loss in chunks, and bf16 autocast on the GPU. The weights stay
+    those it trains."""
     changes = {}
     if fast.compile:
         changes["model"] = compiled(update.model, fast.buckets)
         changes["loss_function"] = torch.compile(
             label_smoothed_loss, dynamic=not fast.buckets
         )
+    if fast.loss_chunk:
+        plain = changes.get("loss_function", update.loss_function)
+        changes["loss_function"] = ChunkedLoss(fast.loss_chunk, plain)
     if fast.bf16:
         changes["autocast"] = functools.partial(
             torch.autocast, "cuda", dtype=torch.bfloat16
@@ -112,6 +124,41 @@ def all_fast_paths(device: str, run: RunConfig | None = None) -> FastPaths:
     return dataclasses.replace(
         fast_paths(device, run), fused_attention=True, fused_adam=True
     )
+
+
+@dataclass(frozen=True)
+class ChunkedLoss:
+    """``loss_function`` (chapter 11's label-smoothed loss, summed) over ``chunk``
+    target positions at a time, the generator's projection included: each chunk's
+    scores are made again in the backward pass instead of being kept."""
+
+    chunk: int
+    loss_function: object = label_smoothed_loss
+
+    def __call__(self, scores, target, pad, label_smoothing, reduction="mean"):
+        """Scores already made (decoding, a test) are given to the plain loss."""
+        return self.loss_function(scores, target, pad, label_smoothing, reduction)
+
+    def from_states(self, proj, states, target, pad, label_smoothing):
+        """The summed loss of the decoder ``states`` (..., d_model) against
+        ``target`` (...), projected by ``proj`` a chunk at a time."""
+        states, target = states.flatten(0, -2), target.flatten()
+        total = 0.0
+        for start in range(0, target.numel(), self.chunk):
+            part = slice(start, start + self.chunk)
+            total = total + checkpoint(
+                self.chunk_loss,
+                proj,
+                states[part],
+                target[part],
+                (pad, label_smoothing),
+                use_reentrant=False,
+            )
+        return total
+
+    def chunk_loss(self, proj, states, target, settings):
+        pad, label_smoothing = settings
+        return self.loss_function(proj(states), target, pad, label_smoothing, "sum")
 
 
 def bucket_lengths(lengths: Sequence[int], buckets: int) -> list[int]:

@@ -362,3 +362,73 @@ def test_a_compiled_model_compiles_once_per_fixed_shape():
         ).mean().backward()
     assert len({(b.src.shape, b.tgt_in.shape) for b in batches}) == 4
     assert len(compilations) == 4  # once per shape, never again in the second epoch
+
+
+def test_the_chunked_loss_equals_the_plain_one_at_the_base_vocabulary():
+    """Loss and gradients (of the states and of the projection) in chunks of 32
+    positions, against the plain loss on the whole (positions, 37,000) scores."""
+    torch.manual_seed(0)
+    proj = torch.nn.Linear(16, 37000, bias=False)
+    target = torch.randint(4, 37000, (3, 40))
+    target[0, 30:] = data.PAD
+    target[2, 5:] = data.PAD
+    found = []
+    for loss_of in (
+        lambda states: label_smoothed_loss(proj(states), target, data.PAD, 0.1, "sum"),
+        lambda states: speed.ChunkedLoss(32).from_states(
+            proj, states, target, data.PAD, 0.1
+        ),
+    ):
+        states = torch.randn(3, 40, 16, generator=torch.Generator().manual_seed(1))
+        states.requires_grad_(True)
+        proj.zero_grad()
+        loss = loss_of(states)
+        loss.backward()
+        found.append((loss.detach(), states.grad, proj.weight.grad.clone()))
+    for plain, chunked in zip(*found):
+        torch.testing.assert_close(chunked, plain, rtol=1e-5, atol=1e-6)
+
+
+def test_the_chunked_loss_keeps_no_scores_for_the_backward_pass():
+    """What autograd keeps between the passes: the plain loss keeps several tensors
+    of all the scores; the chunked one no more than one chunk's scores."""
+    proj = torch.nn.Linear(16, 5000, bias=False)
+    states = torch.randn(4, 64, 16, requires_grad=True)
+    target = torch.randint(4, 5000, (4, 64))
+    scores_bytes = 4 * 64 * 5000 * 4  # float32
+
+    def kept_bytes(loss_of) -> int:
+        kept = []
+
+        def keep(t):
+            kept.append(t.numel() * t.element_size())
+            return t
+
+        with torch.autograd.graph.saved_tensors_hooks(keep, lambda t: t):
+            loss_of()
+        return sum(kept)
+
+    plain = kept_bytes(lambda: label_smoothed_loss(proj(states), target, 0, 0.1))
+    chunked = speed.ChunkedLoss(16)
+    in_chunks = kept_bytes(
+        lambda: chunked.from_states(proj, states, target, data.PAD, 0.1)
+    )
+    assert plain >= 2 * scores_bytes
+    assert in_chunks < scores_bytes / 4  # one chunk's scores are a quarter
+
+
+def test_an_update_with_the_loss_in_chunks_makes_the_same_step():
+    from annotated_transformer import trainer
+    from annotated_transformer.config import RunConfig
+
+    weights = []
+    for fast in (speed.FastPaths(), speed.FastPaths(loss_chunk=5)):
+        torch.manual_seed(0)
+        model = make_model(TINY)
+        update = trainer.make_update(model, TINY, RunConfig(), fast)
+        assert isinstance(update.loss_function, speed.ChunkedLoss) == bool(
+            fast.loss_chunk
+        )
+        update([_batch(3, 6, 7)])
+        weights.append(torch.cat([p.flatten() for p in model.parameters()]))
+    torch.testing.assert_close(weights[1], weights[0], rtol=1e-5, atol=1e-6)
