@@ -64,25 +64,29 @@ VOCABULARIES = Path(tempfile.gettempdir()) / "annotated-transformer-benchmark"
 
 def real_batches(
     config,
-    source: tuple[str, str],
+    source: tuple[str, str, Path | None],
     batch_tokens: int,
     count: int,
-    data_dir: Path | None = None,
     buckets: int = 0,
+    pack: bool = False,
 ) -> list:
     """``count`` training batches of about ``batch_tokens`` source and target tokens
-    from a real corpus (with ``buckets``, in that many fixed shapes, one batch of each
-    shape first).
+    from a real corpus (``source``: the corpus, its split and the data folder, None for
+    the default one): with ``buckets``, in that many fixed shapes, one batch of each
+    shape first; with ``pack``, several sentences to a row (``PackedBatches``).
 
     The sentences are encoded with a vocabulary trained on them (at most 8,000 entries:
     the WMT14 sample is too small for 37,000; longer pieces, so slightly longer
     sentences), which makes the lengths, the padding and the cost of attention those of
     real text; the batches are built as training builds them."""
-    corpus, split = source  # the corpus and its split
-    pairs = corpora.load_pairs(corpus, split, "en", "de", data_dir)
+    pairs = corpora.load_pairs(source[0], source[1], "en", "de", source[2])
     sp = data.train_shared_vocab(pairs, min(config.vocab_size, 8000), VOCABULARIES)
     encoded, _ = data.encode_pairs(sp, pairs, 256)
-    batches = speed.batching(*data.pair_lengths(encoded), batch_tokens, buckets)
+    lengths = data.pair_lengths(encoded)
+    if pack:
+        batches = speed.PackedBatches(*lengths, batch_tokens)
+    else:
+        batches = speed.batching(*lengths, batch_tokens, buckets)
     order = batches.epoch(0)
     if buckets:  # the untimed updates meet every shape: compiling happens there
         firsts = {batches.shape_of(b): b for b in reversed(order)}
@@ -108,11 +112,11 @@ def benchmark_training(args) -> dict:
     warmup = max(args.warmup_steps, args.buckets)
     batches = real_batches(
         model_config,
-        (corpus, split),
+        (corpus, split, args.data_dir),
         batch_tokens,
         warmup + args.steps,
-        data_dir=args.data_dir,
         buckets=args.buckets,
+        pack=args.pack,
     )
     # measured once, before the runs
     cpu_peak = None if device.startswith("cuda") else peak_flops(device, bf16=False)
@@ -126,6 +130,7 @@ def benchmark_training(args) -> dict:
         "corpus": f"{corpus}/{split}",
         "batch_tokens": batch_tokens,
         "buckets": args.buckets,
+        "pack": args.pack,
         "steps": args.steps,
         "warmup_steps": warmup,
         "padding": 1 - sum(tgt) / sum(b.tgt_out.numel() for b in batches),
@@ -145,6 +150,7 @@ def time_paths(args, config, batches, device: str, warmup: int, cpu_peak) -> lis
             args.bf16,
             profile=args.profile if name == "fast" else 0,
             loss_chunk=args.loss_chunk,
+            pack=args.pack,
         )
         for name in args.paths
     ] + (
@@ -155,6 +161,7 @@ def time_paths(args, config, batches, device: str, warmup: int, cpu_peak) -> lis
                 compile=True,
                 profile=args.profile,
                 loss_chunk=args.loss_chunk,
+                pack=args.pack,
             )
         ]
         if args.compile
@@ -288,6 +295,12 @@ def add_path_options(train) -> None:
         metavar="N",
         help="batches in at most N fixed shapes, as training's --buckets (default: 0, "
         "each batch its own shape); the untimed updates then hold every shape",
+    )
+    train.add_argument(
+        "--pack",
+        action="store_true",
+        help="pack several sentences into each row of batches of one shape (our "
+        "model's paths only; not with --buckets)",
     )
     train.add_argument(
         "--loss-chunk",
@@ -1249,6 +1262,12 @@ def main(argv: list[str] | None = None) -> int:
                 )
     if args.output:
         check_writable(args.output)  # before the work, which a bad -o would lose
+    if getattr(args, "pack", False):
+        if args.buckets or {"torch", "torch-matched"} & set(args.paths):
+            raise ValueError(
+                "--pack times our model's paths (--paths teaching fast) and makes "
+                "batches of one shape itself: leave out --buckets"
+            )
     run, show = {
         "train": (benchmark_training, print_training),
         "decode": (benchmark_decoding, print_decoding),

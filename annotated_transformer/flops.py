@@ -5,6 +5,7 @@
 and the peak rates that MFU compares them with."""
 
 import time
+from collections import Counter
 
 import torch
 
@@ -121,7 +122,20 @@ def planned_cost(flops: float, rate: float | None, device: str) -> str:
 
 def batch_lengths(batches) -> tuple[list[int], list[int]]:
     """Real (non-padding) source and target lengths of every sentence of some
-    Batches."""
-    src = [n for b in batches for n in b.src_mask.sum(dim=(1, 2)).tolist()]
-    tgt = [n for b in batches for n in (b.tgt_out != PAD).sum(dim=1).tolist()]
+    Batches (several to a row in packed batches, which hold segments)."""
+    src, tgt = [], []
+    for b in batches:
+        if b.src_mask.dtype == torch.bool:  # a sentence per row
+            src += b.src_mask.sum(dim=(1, 2)).tolist()
+            tgt += (b.tgt_out != PAD).sum(dim=1).tolist()
+        else:  # a sentence per segment of a row
+            src += segment_lengths(b.src_mask)
+            tgt += segment_lengths(b.tgt_mask)
     return src, tgt
+
+
+def segment_lengths(segments: torch.Tensor) -> list[int]:
+    """The length of every segment (1, 2, ... ; 0 is padding) of every row."""
+    return [
+        n for row in segments.tolist() for k, n in sorted(Counter(row).items()) if k
+    ]

@@ -90,6 +90,9 @@ class TrainingPath:
     compile: bool = False
     profile: int = 0  # updates run under the profiler after the timed ones
     loss_chunk: int | None = None  # the loss's chunk (None: as fast_paths decides)
+    pack: bool = (
+        False  # batches of packed rows, which the model reads by their segments
+    )
 
 
 def reset_peak_memory(device: str) -> None:
@@ -125,6 +128,7 @@ def training_step(path: TrainingPath, config, device: str, shapes: int):
     fast = speed.FastPaths() if teaching else speed.all_fast_paths(device, run)
     if path.loss_chunk is not None and not teaching:
         fast = dataclasses.replace(fast, loss_chunk=path.loss_chunk)
+    fast = dataclasses.replace(fast, pack=path.pack)
     if path.name in ("torch", "torch-matched"):
         matched = path.name == "torch-matched"
         model = TorchTransformer(config, matched_dropout=matched)

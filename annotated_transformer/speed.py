@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from torch import nn
 from torch.utils.checkpoint import checkpoint
 
 from annotated_transformer.config import DecodeConfig, RunConfig, TransformerConfig
@@ -43,6 +44,7 @@ from annotated_transformer.files import (
     write_atomically,
     write_error,
 )
+from annotated_transformer.layers import subsequent_mask
 from annotated_transformer.optimization import Update, label_smoothed_loss
 
 
@@ -59,6 +61,9 @@ class FastPaths:
     token_cache: bool = False  # training pairs as memory-mapped token ids
     kv_cache: bool = False  # decoding keeps keys and values between steps (chapter 9)
     loss_chunk: int = 0  # the loss this many target positions at a time (0: at once)
+    pack: bool = (
+        False  # several sentences to a row: batches of one shape, little padding
+    )
 
 
 # target positions per chunk of the loss on a GPU: with 37,000 pieces, their float32
@@ -281,6 +286,161 @@ def compiled(model, shapes: int = 0, backend="inductor"):
     )
     setattr(dynamo, name, max(getattr(dynamo, name), shapes + 8))
     return torch.compile(model, dynamic=False, backend=backend)
+
+
+@dataclass
+class PackedBatches:
+    """Batches of pair indices packed into rows of one fixed shape: ``length`` (the
+    longest side of any pair) positions on each side, ``max_tokens // length`` rows.
+    Every pair is in exactly one batch per epoch."""
+
+    src_lengths: Sequence[int]
+    tgt_lengths: Sequence[int]
+    max_tokens: int
+    seed: int = 0
+    shuffle: bool = True
+
+    def __post_init__(self):
+        length = max(*self.src_lengths, *self.tgt_lengths)
+        self.shape = (max(1, self.max_tokens // length), length, length)
+
+    def shape_of(self, indices: Sequence[int]) -> tuple[int, int, int]:
+        return self.shape
+
+    def epoch(self, epoch: int) -> list[list[int]]:
+        """The batches of one epoch, each its rows' pair indices one row after
+        another (deterministic in seed and epoch)."""
+        rng = random.Random(self.seed * 1_000_003 + epoch)
+        order = list(range(len(self.src_lengths)))
+        if self.shuffle:
+            rng.shuffle(order)  # pairs of one length in a new order each epoch
+        longer = [max(s, t) for s, t in zip(self.src_lengths, self.tgt_lengths)]
+        order.sort(key=lambda i: -longer[i])
+        rows = self.fill_rows(order)
+        if self.shuffle:
+            rng.shuffle(rows)
+        per_batch = self.shape[0]
+        return [
+            [i for row in rows[k : k + per_batch] for i in row]
+            for k in range(0, len(rows), per_batch)
+        ]
+
+    def fill_rows(self, order: Sequence[int]) -> list[list[int]]:
+        """Each pair of ``order`` into the row with the least target room left that
+        holds both its sides (best fit), else into a new row."""
+        _, length, _ = self.shape
+        rows, src_room = [], []
+        with_room = [set() for _ in range(length + 1)]  # target room left: its rows
+        for i in order:
+            s, t = self.src_lengths[i], self.tgt_lengths[i]
+            fits = (
+                (room, r)
+                for room in range(t, length + 1)
+                for r in with_room[room]
+                if src_room[r] >= s
+            )
+            room, r = next(fits, (length, None))
+            if r is None:  # a new row
+                r = len(rows)
+                rows.append([])
+                src_room.append(length)
+            else:
+                with_room[room].discard(r)
+            rows[r].append(i)
+            src_room[r] -= s
+            with_room[room - t].add(r)
+        return rows
+
+    def collate(self, pairs, indices: Sequence[int]) -> Batch:
+        return packed_batch(pairs, indices, self.shape)
+
+
+def packed_batch(pairs, indices: Sequence[int], shape) -> Batch:
+    """The pairs of ``indices`` laid into ``shape``'s rows: sources with <eos>, the
+    decoder's input <bos> y and output y <eos>. In place of masks, the batch holds each
+    token's segment, its sentence's number in the row (0 for padding)."""
+    rows, src_length, tgt_length = shape
+    laid = [[[] for _ in range(5)]]  # per row: src, tgt_in, tgt_out and two segments
+    for i in indices:
+        x, y = pairs[i]
+        row = laid[-1]
+        if len(row[0]) + len(x) >= src_length or len(row[1]) + len(y) >= tgt_length:
+            row = [[] for _ in range(5)]  # the pair and its <eos> start a new row
+            laid.append(row)
+        segment = (row[3][-1] if row[3] else 0) + 1
+        row[0] += [*x, EOS]
+        row[1] += [BOS, *y]
+        row[2] += [*y, EOS]
+        row[3] += [segment] * (len(x) + 1)
+        row[4] += [segment] * (len(y) + 1)
+    if len(laid) > rows:
+        raise ValueError(f"{len(laid)} rows of pairs do not fit a batch of {rows}")
+
+    def side(k: int, width: int) -> torch.Tensor:
+        out = torch.full((rows, width), PAD, dtype=torch.long)  # rows left: padding
+        for r, row in enumerate(laid):
+            out[r, : len(row[k])] = torch.tensor(row[k], dtype=torch.long)
+        return out
+
+    tgt_out = side(2, tgt_length)
+    return Batch(
+        side(0, src_length),
+        side(1, tgt_length),
+        tgt_out,
+        side(3, src_length),  # segments in place of the source mask
+        side(4, tgt_length),  # and of the target mask
+        int((tgt_out != PAD).sum()),
+    )
+
+
+class Packed(nn.Module):
+    """``model`` (chapter 7) that also reads packed batches: their segments become the
+    masks (a query sees its own sentence only) and positions that start again at 0 with
+    each sentence. A padded batch's masks pass through to ``model`` unchanged."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    @property
+    def generator(self):
+        return self.model.generator
+
+    def forward(self, src, tgt, src_mask, tgt_mask):
+        if src_mask.dtype == torch.bool:  # a padded batch
+            return self.model(src, tgt, src_mask, tgt_mask)
+        src_segment, tgt_segment = src_mask, tgt_mask
+        m = self.model
+        x = embedded(m.src_embed, src, segment_positions(src_segment))
+        memory = m.encoder(x, same_segment(src_segment, src_segment))
+        y = embedded(m.tgt_embed, tgt, segment_positions(tgt_segment))
+        causal = subsequent_mask(tgt.size(1), device=tgt.device)
+        own = same_segment(tgt_segment, tgt_segment) & causal
+        return m.decoder(y, memory, same_segment(tgt_segment, src_segment), own)
+
+
+def same_segment(queries, keys) -> torch.Tensor:
+    """(batch, queries, keys): True where a key is in the query's segment. A padding
+    query sees every key, which keeps its (unused) softmax finite."""
+    same = (queries.unsqueeze(-1) == keys.unsqueeze(-2)) & (keys != 0).unsqueeze(-2)
+    return same | (queries == 0).unsqueeze(-1)
+
+
+def segment_positions(segments) -> torch.Tensor:
+    """Each token's position within its segment: 0 at every segment's first token."""
+    index = torch.arange(segments.size(1), device=segments.device).expand_as(segments)
+    starts = torch.ones_like(segments, dtype=torch.bool)
+    starts[:, 1:] = segments[:, 1:] != segments[:, :-1]
+    return index - torch.where(starts, index, 0).cummax(dim=1).values
+
+
+def embedded(embed: nn.Sequential, ids, positions) -> torch.Tensor:
+    """What ``embed`` (the scaled embedding, then the positional encoding and its
+    dropout) gives ``ids``, with the position vectors of ``positions``."""
+    embedding, positional = embed
+    table = positional.pe  # the sinusoids of §3.5, or learned vectors (Table 3, E)
+    at = table(positions) if isinstance(table, nn.Module) else table[0, positions]
+    return positional.dropout(embedding(ids) + at)
 
 
 # --- from book/20_appendix_speed_training.md ---

@@ -136,13 +136,14 @@ class UpdateCounts:
     @classmethod
     def of(cls, micro_batches: list, config: TransformerConfig) -> UpdateCounts:
         """Counted on the CPU, before the batches go to the device; no loss yet."""
+        src, tgt = batch_lengths(micro_batches)  # a length per sentence
         return cls(
             loss=0.0,
             tgt_tokens=sum(b.n_tokens for b in micro_batches),
-            src_tokens=sum(int(b.src_mask.sum()) for b in micro_batches),
+            src_tokens=sum(src),
             padded=sum(b.tgt_out.numel() for b in micro_batches),
-            sentences=sum(b.src.size(0) for b in micro_batches),
-            flops=training_flops(config, *batch_lengths(micro_batches)),
+            sentences=len(src),
+            flops=training_flops(config, src, tgt),
         )
 
 
@@ -200,6 +201,8 @@ def make_update(
     optimizer, scheduler = make_optimizer(
         model, config.d_model, run.warmup, run.lr_factor, fused=fast.fused_adam
     )
+    if fast.pack:  # packed batches: the model that reads their segments (appendix A)
+        model = speed.Packed(model)
     forward = torch.nn.parallel.DistributedDataParallel(model) if world > 1 else model
     plain = Update(
         model=forward,

@@ -1,6 +1,8 @@
 """The FLOP count, the torch.nn.Transformer reference, fused Adam, the CTranslate2
 exporter and the benchmark command's checks."""
 
+import random
+
 import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
@@ -9,9 +11,13 @@ from annotated_transformer import benchmark, data, speed
 from annotated_transformer.config import TransformerConfig
 from annotated_transformer.data import Batch
 from annotated_transformer.decoding import KVCache, greedy_decode, strip_special
-from annotated_transformer.flops import forward_flops, training_flops
+from annotated_transformer.flops import batch_lengths, forward_flops, training_flops
 from annotated_transformer.model import make_model
-from annotated_transformer.optimization import label_smoothed_loss, make_optimizer
+from annotated_transformer.optimization import (
+    batch_loss,
+    label_smoothed_loss,
+    make_optimizer,
+)
 from annotated_transformer.performance import matrix_flops
 from annotated_transformer.reference import TorchTransformer, copy_weights
 from annotated_transformer.speed import compiled
@@ -432,3 +438,78 @@ def test_an_update_with_the_loss_in_chunks_makes_the_same_step():
         update([_batch(3, 6, 7)])
         weights.append(torch.cat([p.flatten() for p in model.parameters()]))
     torch.testing.assert_close(weights[1], weights[0], rtol=1e-5, atol=1e-6)
+
+
+def _random_pairs(count: int, longest: int, seed: int = 0) -> list:
+    """Pairs whose two sides have about the same length, as translations do, mostly
+    far shorter than the longest."""
+    rng = random.Random(seed)
+    pairs = []
+    for _ in range(count):
+        n = min(longest, 1 + int(rng.expovariate(4 / longest)))
+        m = max(1, min(longest, n + rng.randint(-2, 2)))
+        pairs.append(tuple([rng.randint(4, 119) for _ in range(k)] for k in (n, m)))
+    return pairs
+
+
+def test_packed_batches_hold_every_pair_once_in_one_shape_with_little_padding():
+    pairs = _random_pairs(2000, 40)
+    lengths = data.pair_lengths(pairs)
+    packed = speed.PackedBatches(*lengths, max_tokens=2000)
+    rows, length, _ = packed.shape
+    assert length == max(*lengths[0], *lengths[1]) and rows == 2000 // length
+    for epoch in (0, 1):
+        order = packed.epoch(epoch)
+        assert sorted(i for b in order for i in b) == list(range(len(pairs)))
+        batches = [packed.collate(pairs, b) for b in order]
+        assert {(b.src.shape, b.tgt_in.shape) for b in batches} == {
+            ((rows, length), (rows, length))
+        }
+        # every target token once, in full rows but the last batch's
+        real = sum(b.n_tokens for b in batches[:-1])
+        assert real == sum(lengths[1][i] for b in order[:-1] for i in b)
+        assert 1 - real / sum(b.tgt_out.numel() for b in batches[:-1]) < 0.05
+    assert packed.epoch(0) != packed.epoch(1)  # a new order each epoch
+
+
+@pytest.mark.parametrize(
+    "variant",
+    [{}, {"fused_attention": True}, {"positional": "learned", "norm_first": True}],
+)
+def test_a_packed_batch_gives_the_padded_batches_loss_and_gradients(variant):
+    """The same pairs as packed rows and as padded rows (one sentence each): the
+    summed loss and every gradient agree."""
+    pairs = _random_pairs(12, 9, seed=1)
+    packed = speed.PackedBatches(*data.pair_lengths(pairs), max_tokens=40)
+    config = TINY.replace(**variant)
+    found = []
+    for batch_of in (data.collate, packed.collate):
+        torch.manual_seed(0)
+        model = speed.Packed(make_model(config))
+        total = 0.0
+        for indices in packed.epoch(0):
+            loss = batch_loss(model, batch_of(pairs, indices), 0.1, data.PAD)
+            loss.backward()
+            total += loss.item()
+        grads = [p.grad for p in model.parameters()]
+        found.append((total, grads))
+    (padded, padded_grads), (in_rows, packed_grads) = found
+    assert in_rows == pytest.approx(padded, rel=1e-6)
+    for a, b in zip(padded_grads, packed_grads):
+        torch.testing.assert_close(b, a, rtol=1e-4, atol=1e-5)
+
+
+def test_packed_rows_count_each_sentence_as_padded_rows_do():
+    pairs = _random_pairs(30, 12, seed=2)
+    packed = speed.PackedBatches(*data.pair_lengths(pairs), max_tokens=80)
+    for indices in packed.epoch(0):
+        in_rows = batch_lengths([packed.collate(pairs, indices)])
+        one_each = batch_lengths([data.collate(pairs, indices)])
+        assert in_rows == one_each
+
+
+def test_packing_is_refused_where_it_cannot_run(capsys):
+    argv = ["train", "--pack", "--steps", "1", "--no-progress"]
+    assert benchmark.main([*argv, "--paths", "torch"]) == 2
+    assert "--pack times our model's paths" in capsys.readouterr().err
+    assert benchmark.main([*argv, "--paths", "fast", "--buckets", "4"]) == 2
