@@ -1222,19 +1222,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # no GPU, a worker that failed, a missing package
-@command(also=(RuntimeError, OSError, ImportError))
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)  # argv itself is stored with the results
-    if args.mode == "decode" and args.worker:
-        answers = sys.stdout
-        # the answers alone go to standard output
-        with contextlib.redirect_stdout(sys.stderr):
-            for answer in decode_worker(json.loads(args.worker), sys.stdin):
-                print(json.dumps(answer), file=answers, flush=True)
-        return 0
-    if args.mode == "data" and args.worker:
-        print(json.dumps(data_worker(json.loads(args.worker))))
-        return 0
+def check_arguments(args: argparse.Namespace) -> None:
+    """Refuse numbers below their least value, an output that cannot be written, and
+    options that do not go together, each with the option's name."""
     names = (
         "steps",
         "batch_tokens",
@@ -1261,13 +1251,29 @@ def main(argv: list[str] | None = None) -> int:
                     f"{option(name)} must be an integer of at least {least}, got {v}"
                 )
     if args.output:
-        check_writable(args.output)  # before the work, which a bad -o would lose
+        check_writable(args.output)
     if getattr(args, "pack", False):
         if args.buckets or {"torch", "torch-matched"} & set(args.paths):
             raise ValueError(
                 "--pack times our model's paths (--paths teaching fast) and makes "
                 "batches of one shape itself: leave out --buckets"
             )
+
+
+@command(also=(RuntimeError, OSError, ImportError))
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)  # argv itself is stored with the results
+    if args.mode == "decode" and args.worker:
+        answers = sys.stdout
+        # the answers alone go to standard output
+        with contextlib.redirect_stdout(sys.stderr):
+            for answer in decode_worker(json.loads(args.worker), sys.stdin):
+                print(json.dumps(answer), file=answers, flush=True)
+        return 0
+    if args.mode == "data" and args.worker:
+        print(json.dumps(data_worker(json.loads(args.worker))))
+        return 0
+    check_arguments(args)  # before the work, which a bad option would lose
     run, show = {
         "train": (benchmark_training, print_training),
         "decode": (benchmark_decoding, print_decoding),

@@ -62,6 +62,7 @@ def translate_and_score(
         "updates": result["step"],
         "train_minutes": round(result["minutes"], 1),
         "train_flops": float(f"{result['flops']:.4g}"),
+        "fast_paths": result["fast_paths"],
     }
     write_atomically(out_dir / "results.json", json.dumps(summary, indent=2) + "\n")
     k = run_config.beam_size

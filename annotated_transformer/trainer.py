@@ -6,6 +6,7 @@ checkpoints, on one process or many."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import signal as signal_module
 import time
@@ -108,6 +109,7 @@ def train_session(s: Session, progress: bool) -> dict:
         "rank": folder.rank,
         "minutes": at.minutes,
         "flops": at.flops,
+        "fast_paths": s.fast_paths_taken(),
     }
 
 
@@ -162,6 +164,7 @@ def start(model_config: TransformerConfig, run: RunConfig) -> Session:
         config=config,
         model=model,
         update=update,
+        fast=fast,
         threads=training_threads(folder.device, run.threads, folder.world, tqdm.write),
         peak=peak_flops(folder.device, fast.bf16, seconds=0.3),
     )
@@ -176,8 +179,14 @@ class Session:
     config: TransformerConfig
     model: torch.nn.Module  # the weights that checkpoints save
     update: Update  # how one optimizer update is made (chapter 11)
+    fast: speed.FastPaths  # the fast paths it takes (appendix A)
     threads: ThreadChooser  # on a CPU, how many threads an update uses (appendix B)
     peak: float | None = None  # the device's peak FLOP/s, when known
+
+    def fast_paths_taken(self) -> list[str]:
+        """What computed the run (its stored settings are the paper's model, whatever
+        computed it): the names of the fast paths this process takes."""
+        return [name for name, on in dataclasses.asdict(self.fast).items() if on]
 
     def parts(self) -> dict:
         """What a checkpoint holds besides the run's position, by name."""

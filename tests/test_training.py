@@ -108,6 +108,14 @@ def test_the_fast_paths_follow_the_device_and_the_settings():
     assert plain.loss_function is label_smoothed_loss and plain.autocast is None
 
 
+def test_a_run_records_the_fast_paths_that_computed_it(finished_run):
+    # config.json keeps the paper's model; results.json says what computed it
+    config = json.loads((finished_run / "config.json").read_text())
+    results = json.loads((finished_run / "results.json").read_text())
+    assert config["model"]["fused_attention"] is False
+    assert results["fast_paths"] == ["token_cache", "kv_cache"]  # on the CPU
+
+
 def test_label_smoothed_loss_reads_bf16_scores_in_float32():
     scores = torch.randn(6, 300).bfloat16()
     target = torch.randint(1, 300, (6,))
