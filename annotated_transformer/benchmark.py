@@ -298,9 +298,10 @@ def add_path_options(train) -> None:
     )
     train.add_argument(
         "--pack",
-        action="store_true",
-        help="pack several sentences into each row of batches of one shape (our "
-        "model's paths only; not with --buckets)",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="pack several sentences into each row of batches of one shape, as "
+        "training's --pack (our model's paths only; not with --buckets; default: off)",
     )
     train.add_argument(
         "--loss-chunk",

@@ -300,6 +300,11 @@ class RunConfig:
         "pad every batch to one of at most N fixed shapes (0: each batch to its own "
         "longest sentence); fixed shapes let --compile and cuDNN reuse their work",
     )
+    pack: bool = setting(
+        False,
+        "pack several sentence pairs into each row of batches of one shape: little "
+        "padding, and --compile compiles once (appendix A); not with --buckets",
+    )
     out_dir: str = setting(
         "runs/multi30k-en-de",
         "run folder: configuration, vocabulary, token cache, metrics, checkpoints",
@@ -360,6 +365,10 @@ def check_run_config(run: RunConfig) -> None:
             raise ValueError(
                 f"{option(name)} must be an integer of at least {least}, got {value!r}"
             )
+    if run.pack and run.buckets:
+        raise ValueError(
+            "--pack makes batches of one shape itself: leave out --buckets"
+        )
     if run.seed >= 2**63:  # the random-number generators take 64-bit seeds
         raise ValueError(f"--seed must be below 2**63, got {run.seed}")
     # finite numbers (a comparison alone lets NaN through); a learning rate a

@@ -9,7 +9,7 @@ import functools
 import json
 from importlib import resources
 
-from annotated_transformer.run_folder import AFTER_TRAINING
+from annotated_transformer.run_folder import ADDED_LATER, AFTER_TRAINING
 
 BAND_FILE = "default_band.json"  # in the package, beside this module
 
@@ -18,7 +18,9 @@ def recipe(config: dict) -> dict:
     """What decides what a run trains, from its ``config.json`` contents: the model and
     the run's settings, without the seed and the settings that may change on resume."""
     config = json.loads(json.dumps(config))  # tuples become lists, as in the file
-    run = {k: v for k, v in config["run"].items() if k not in (*AFTER_TRAINING, "seed")}
+    # a setting added after a run was made: that run trained with its first value
+    run = {**ADDED_LATER, **config["run"]}
+    run = {k: v for k, v in run.items() if k not in (*AFTER_TRAINING, "seed")}
     return {"model": config["model"], "run": run}
 
 

@@ -49,7 +49,7 @@ class UpdateStream:
                 f"{longest * self.parts} or more, or a lower --max-sentence-tokens"
             )
         self.batches = speed.batching(
-            *self.lengths, self.budget, run.buckets, seed=run.seed
+            *self.lengths, self.budget, run.buckets, seed=run.seed, pack=run.pack
         )
         self.epoch, self.plan = -1, []
         self.plan_epoch(epoch)  # the epoch the run starts or resumes in, planned once

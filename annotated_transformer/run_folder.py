@@ -377,7 +377,7 @@ AFTER_TRAINING = (
 # Settings added after the first runs were made, each with the value that every
 # earlier run trained with: a run folder whose config.json lacks one resumes as if
 # it recorded that value.
-ADDED_LATER = {"buckets": 0}
+ADDED_LATER = {"buckets": 0, "pack": False}
 
 
 class RunLock:

@@ -73,9 +73,9 @@ LOSS_CHUNK = 4096
 
 def fast_paths(device: str = "cpu", run: RunConfig | None = None) -> FastPaths:
     """The fast paths for ``device``: on a GPU the fused kernels and, unless the run
-    says ``--no-bf16``, bf16, and the loss in chunks; ``--compile`` and ``--buckets``
-    as the run gives them; everywhere the token cache, which saves memory, and the
-    key/value cache in decoding."""
+    says ``--no-bf16``, bf16, and the loss in chunks; ``--compile``, ``--buckets`` and
+    ``--pack`` as the run gives them; everywhere the token cache, which saves memory,
+    and the key/value cache in decoding."""
     on_gpu = device.startswith("cuda")
     return FastPaths(
         fused_attention=on_gpu,
@@ -83,6 +83,7 @@ def fast_paths(device: str = "cpu", run: RunConfig | None = None) -> FastPaths:
         bf16=on_gpu and (run is None or run.bf16),
         compile=run is not None and run.compile,
         buckets=run.buckets if run is not None else 0,
+        pack=run is not None and run.pack,
         token_cache=True,
         kv_cache=True,
         loss_chunk=LOSS_CHUNK if on_gpu else 0,
@@ -109,9 +110,10 @@ def faster(update: Update, fast: FastPaths) -> Update:
     those it trains."""
     changes = {}
     if fast.compile:
-        changes["model"] = compiled(update.model, fast.buckets)
+        shapes = 1 if fast.pack else fast.buckets  # packed batches: one shape
+        changes["model"] = compiled(update.model, shapes)
         changes["loss_function"] = torch.compile(
-            label_smoothed_loss, dynamic=not fast.buckets
+            label_smoothed_loss, dynamic=not shapes
         )
     if fast.loss_chunk:
         plain = changes.get("loss_function", update.loss_function)
@@ -265,9 +267,12 @@ def batching(
     max_tokens: int,
     buckets: int = 0,
     seed: int = 0,
+    pack: bool = False,
 ):
-    """Training's batches: in ``buckets`` fixed shapes, or with 0 sorted by length
-    (``TokenBatches``)."""
+    """Training's batches: packed into rows of one shape (``PackedBatches``), in
+    ``buckets`` fixed shapes, or with 0 sorted by length (``TokenBatches``)."""
+    if pack:
+        return PackedBatches(src_lengths, tgt_lengths, max_tokens, seed=seed)
     if buckets:
         return ShapedBatches(src_lengths, tgt_lengths, max_tokens, buckets, seed=seed)
     return TokenBatches(src_lengths, tgt_lengths, max_tokens, seed=seed)

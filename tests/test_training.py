@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import TORCHRUN_TRAIN, Child, tiny_run
+from conftest import TORCHRUN_TRAIN, Child, tiny_run, train_argv
 
 from annotated_transformer import (
     corpora,
@@ -114,6 +114,29 @@ def test_a_run_records_the_fast_paths_that_computed_it(finished_run):
     results = json.loads((finished_run / "results.json").read_text())
     assert config["model"]["fused_attention"] is False
     assert results["fast_paths"] == ["token_cache", "kv_cache"]  # on the CPU
+
+
+def test_packed_training_resumes_exactly_and_records_it(text_corpus, tmp_path, capsys):
+    """A run in packed batches, stopped after 2 updates and resumed to 4, ends with
+    the weights of one trained to 4 at once; its results name the packing."""
+    straight, resumed = tmp_path / "straight", tmp_path / "resumed"
+    assert train.main(train_argv(text_corpus, straight, 4, "--pack")) == 0
+    argv = train_argv(text_corpus, resumed, 4, "--pack")
+    assert train.main([*argv, "--max-steps", "2"]) == 0
+    assert train.main(argv) == 0
+    ends = [load_checkpoint(latest_checkpoint(r))["model"] for r in (straight, resumed)]
+    for name, weights in ends[0].items():
+        assert torch.equal(weights, ends[1][name]), name
+    results = json.loads((resumed / "results.json").read_text())
+    assert "pack" in results["fast_paths"] and results["updates"] == 4
+    capsys.readouterr()
+    assert (
+        train.main(
+            [*train_argv(text_corpus, tmp_path / "b", 2, "--pack")] + ["--buckets", "4"]
+        )
+        == 2
+    )
+    assert "--pack makes batches of one shape itself" in capsys.readouterr().err
 
 
 def test_label_smoothed_loss_reads_bf16_scores_in_float32():
