@@ -61,9 +61,7 @@ class FastPaths:
     token_cache: bool = False  # training pairs as memory-mapped token ids
     kv_cache: bool = False  # decoding keeps keys and values between steps (chapter 9)
     loss_chunk: int = 0  # the loss this many target positions at a time (0: at once)
-    pack: bool = (
-        False  # several sentences to a row: batches of one shape, little padding
-    )
+    pack: bool = False  # several sentences to a row, in batches of one shape
 
 
 # target positions per chunk of the loss on a GPU: with 37,000 pieces, their float32
