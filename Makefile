@@ -135,8 +135,12 @@ book: $(FULL)
 	@cp tools/figure_text_startup.py _build/ipython/profile_default/startup/
 	@# the kernels talk to the build over local TCP: no warning about it on every page
 	@echo 'c.IPKernelApp.log_level = "ERROR"' > _build/ipython/profile_default/ipython_kernel_config.py
+	@# matplotlib's font list of its own, made by the build: one in the home folder may be
+	@# unwritable or stale, and each kernel would then warn on standard error (a failed page)
+	@mkdir -p _build/matplotlib
 	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-$$($(BIN)/python -c "import torch; print(torch.get_num_threads())")} \
-	  IPYTHONDIR=$(CURDIR)/_build/ipython AT_SCALE=$(AT_SCALE) $(BIN)/jupyter-book build . -W --keep-going
+	  IPYTHONDIR=$(CURDIR)/_build/ipython MPLCONFIGDIR=$(CURDIR)/_build/matplotlib AT_SCALE=$(AT_SCALE) \
+	  $(BIN)/jupyter-book build . -W --keep-going
 
 book-check: $(FULL)
 	$(BIN)/python tools/check_glue_order.py

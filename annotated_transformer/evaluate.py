@@ -133,8 +133,9 @@ def main(args: argparse.Namespace) -> int:
     )
     write_atomically(out / f"{stem}.hyp", "".join(h + "\n" for h in hypotheses))
     summary = {"test_set": name, "checkpoints": [p.name for p in paths], **summary}
-    trim_torn_line(out / "results.jsonl")
-    append_line(out / "results.jsonl", json.dumps(summary))
+    # opened from the run folder, no link followed on the way (appendix B)
+    trim_torn_line(out / "results.jsonl", root=out.parent)
+    append_line(out / "results.jsonl", json.dumps(summary), root=out.parent)
     print(format_scores(summary, result))
     print(
         f"({summary['translate_seconds']} s to translate; translations in "

@@ -181,8 +181,9 @@ def current_umask() -> int:
     return mask
 
 
-def append_line(path: Path, line: str) -> None:
-    """Append one line to a log (``metrics.jsonl``), flushed to the disk.
+def append_line(path: Path, line: str, root: Path | None = None) -> None:
+    """Append one line to a log (``metrics.jsonl``), flushed to the disk (opened
+    from ``root`` by ``open_own``).
 
     A crash can cut only the last line short, and ``trim_torn_line`` removes such a
     line before the log grows again; a line that does not fit on the disk is taken back
@@ -191,7 +192,9 @@ def append_line(path: Path, line: str) -> None:
     size = path.stat().st_size if path.is_file() else 0
     data = (line + "\n").encode("utf-8")
     try:
-        f = os.fdopen(open_own(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT), "ab")
+        f = os.fdopen(
+            open_own(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, root), "ab"
+        )
     except WriteError:
         raise
     except OSError as error:  # a read-only log or folder: nothing written
@@ -204,17 +207,17 @@ def append_line(path: Path, line: str) -> None:
     except OSError as error:
         with (
             contextlib.suppress(OSError),
-            os.fdopen(open_own(path, os.O_RDWR), "r+b") as log,
+            os.fdopen(open_own(path, os.O_RDWR, root), "r+b") as log,
         ):
             log.truncate(size)
         raise write_error(path, error, len(data)) from None
 
 
-def trim_torn_line(path: Path) -> None:
-    """Cut a log back to its last complete line."""
+def trim_torn_line(path: Path, root: Path | None = None) -> None:
+    """Cut a log back to its last complete line (opened from ``root``)."""
     if not path.is_file():
         return
-    with os.fdopen(open_own(path, os.O_RDWR), "r+b") as f:
+    with os.fdopen(open_own(path, os.O_RDWR, root), "r+b") as f:
         text = f.read()
         if text and not text.endswith(b"\n"):
             f.truncate(text.rfind(b"\n") + 1)
@@ -233,18 +236,36 @@ def links_in(folder: Path) -> list[Path]:
     return found
 
 
-def open_own(path: Path, flags: int) -> int:
+def open_own(path: Path, flags: int, root: Path | None = None) -> int:
     """A descriptor for ``path``, a file of the package's own that it creates,
-    truncates or appends to, opened with ``flags``: never through a symbolic link at
-    that name, so that a link planted there (after ``links_in`` looked) is refused
-    instead of writing its target."""
+    truncates or appends to, opened with ``flags`` one folder at a time from ``root``
+    (a folder above it; by default its own), each step with ``O_NOFOLLOW``: a symbolic
+    link at that name or at any folder between, planted after ``links_in`` looked, is
+    refused instead of leading the write out of the run."""
+    path = Path(path)
+    root = path.parent if root is None else Path(root)
+    parts = path.relative_to(root).parts  # a path that is not inside root: ValueError
+    nofollow = getattr(os, "O_NOFOLLOW", 0)
+    if os.open not in os.supports_dir_fd:  # Windows: the final name is checked
+        return os.open(path, flags | nofollow, 0o666)
+    folder = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        return os.open(path, flags | getattr(os, "O_NOFOLLOW", 0), 0o666)
+        for part in parts[:-1]:
+            inner = os.open(
+                part, os.O_RDONLY | os.O_DIRECTORY | nofollow, dir_fd=folder
+            )
+            os.close(folder)
+            folder = inner
+        return os.open(parts[-1], flags | nofollow, 0o666, dir_fd=folder)
     except OSError as error:
-        if error.errno == errno.ELOOP:
-            raise WriteError(
-                errno.ELOOP,
-                f"{path} is a symbolic link, where this package writes a file of its "
-                "own; remove the link",
-            ) from None
-        raise
+        steps = [root.joinpath(*parts[: i + 1]) for i in range(len(parts))]
+        link = next((p for p in steps if p.is_symlink()), None)
+        if link is None or error.errno not in (errno.ELOOP, errno.ENOTDIR):
+            raise
+        raise WriteError(
+            errno.ELOOP,
+            f"{link} is a symbolic link, where this package writes files of its own; "
+            "remove the link",
+        ) from None
+    finally:
+        os.close(folder)

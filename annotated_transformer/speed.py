@@ -566,7 +566,9 @@ def token_cache(
         return TokenCache(folder, sp.get_piece_size())
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        lock = os.fdopen(open_own(folder / "lock", os.O_WRONLY | os.O_CREAT), "w")
+        # from the run folder (RUN/tokens/CACHE), no link followed on the way
+        run = folder.parent.parent
+        lock = os.fdopen(open_own(folder / "lock", os.O_WRONLY | os.O_CREAT, run), "w")
     except WriteError:
         raise
     except OSError as error:  # a read-only or full run folder
@@ -619,9 +621,10 @@ def _encode_into(
     folder: Path, sp, chunks, max_tokens: int | None, threads: int
 ) -> None:
     dtype = np.uint16 if sp.get_piece_size() <= 2**16 else np.int32
+    run = folder.parent.parent  # RUN/tokens/CACHE: opened from the run folder
     counts, lengths = {"pairs": 0, "kept": 0, "empty": 0, "too_long": 0}, ([], [])
     files = [
-        os.fdopen(open_own(folder / f"{side}.ids.part", WRITE_NEW), "wb")
+        os.fdopen(open_own(folder / f"{side}.ids.part", WRITE_NEW, run), "wb")
         for side in ("src", "tgt")
     ]
     with files[0], files[1]:
@@ -648,7 +651,8 @@ def _encode_into(
         raise DataError(f"no pair is left to cache: {kept_report(counts, max_tokens)}")
     for k, side in enumerate(("src", "tgt")):
         offsets = np.concatenate([[0], np.cumsum(np.concatenate(lengths[k]))])
-        with os.fdopen(open_own(folder / f"{side}.offsets", WRITE_NEW), "wb") as file:
+        offsets_file = open_own(folder / f"{side}.offsets", WRITE_NEW, run)
+        with os.fdopen(offsets_file, "wb") as file:
             file.write(offsets.astype(np.int64).tobytes())
         os.replace(folder / f"{side}.ids.part", folder / f"{side}.ids")
     write_atomically(

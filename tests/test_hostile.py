@@ -875,3 +875,24 @@ def test_a_failed_test_set_download_leaves_no_lock_in_sacrebleus_cache(
     with pytest.raises(OSError, match="service not known"):
         corpora._fetch_sacrebleu("wmt14", "en", "de")
     assert not (tmp_path / "cache").exists()
+
+
+@pytest.mark.parametrize("planted", ["eval", "eval/results.jsonl"])
+def test_a_link_planted_after_the_look_is_refused_at_every_level(tmp_path, planted):
+    """``open_own`` walks from the run folder with O_NOFOLLOW: a folder or file swapped
+    for a link after ``links_in`` looked is refused, and the link's target kept."""
+    from annotated_transformer.files import WriteError, open_own
+
+    run, victim = tmp_path / "run", tmp_path / "victim"
+    (run / "eval").mkdir(parents=True)
+    victim.mkdir()
+    (victim / "results.jsonl").write_text("theirs\n")
+    link = run / planted
+    if link.is_dir():
+        link.rmdir()
+    link.symlink_to(victim if planted == "eval" else victim / "results.jsonl")
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
+    with pytest.raises(WriteError, match=f"{link} is a symbolic link"):
+        open_own(run / "eval" / "results.jsonl", flags, root=run)
+    assert (victim / "results.jsonl").read_text() == "theirs\n"
+    assert sorted(p.name for p in victim.iterdir()) == ["results.jsonl"]
