@@ -133,7 +133,7 @@ def all_fast_paths(device: str, run: RunConfig | None = None) -> FastPaths:
 
 @dataclass(frozen=True)
 class ChunkedLoss:
-    """``loss_function`` (chapter 11's label-smoothed loss, summed) over ``chunk``
+    """``loss_function`` (chapter 9's label-smoothed loss, summed) over ``chunk``
     target positions at a time, the generator's projection included: each chunk's
     scores are made again in the backward pass instead of being kept."""
 
