@@ -308,7 +308,7 @@ def add_path_options(train) -> None:
         type=int,
         metavar="N",
         help="the loss N target positions at a time, 0 all at once (default: as "
-        "training on the device: 4,096 on a GPU, 0 on the CPU)",
+        f"training on the device: {speed.LOSS_CHUNK:,} on a GPU, 0 on the CPU)",
     )
     add_bf16_option(train)
 
