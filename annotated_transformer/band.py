@@ -14,8 +14,8 @@ import math
 from pathlib import Path
 
 from annotated_transformer.cli import command
-from annotated_transformer.files import write_atomically
-from annotated_transformer.recipes import recipe
+from annotated_transformer.running.files import write_atomically
+from annotated_transformer.running.recipes import recipe
 
 SEED_RUNS = ("multi30k-en-de", "multi30k-en-de-seed1", "multi30k-en-de-seed2")
 # the same command and seed as the first, trained again with other thread counts

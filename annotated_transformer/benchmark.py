@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
-from annotated_transformer import corpora, data, devices, speed
+from annotated_transformer import data
 from annotated_transformer.cli import (
     add_bf16_option,
     add_data_dir_option,
@@ -39,12 +39,13 @@ from annotated_transformer.cli import (
     decoding_from_args,
 )
 from annotated_transformer.config import RUN_PRESETS, DecodeConfig, option
-from annotated_transformer.ct2 import ctranslate2_translator, decode_ctranslate2
 from annotated_transformer.decoding import decode_ids, greedy_decode
-from annotated_transformer.files import write_atomically
-from annotated_transformer.flops import batch_lengths, peak_flops, training_flops
-from annotated_transformer.model import make_model
-from annotated_transformer.performance import (
+from annotated_transformer.measure.flops import (
+    batch_lengths,
+    peak_flops,
+    training_flops,
+)
+from annotated_transformer.measure.performance import (
     NEVER,
     PATHS,
     TrainingPath,
@@ -56,6 +57,12 @@ from annotated_transformer.performance import (
     time_decoding,
     time_training,
 )
+from annotated_transformer.model import make_model
+from annotated_transformer.running import devices
+from annotated_transformer.running.files import write_atomically
+from annotated_transformer.speed import batchers, choice, token_store
+from annotated_transformer.speed.ct2 import ctranslate2_translator, decode_ctranslate2
+from annotated_transformer.text import corpora
 
 # --- from book/20_appendix_speed_training.md ---
 # trained once, then reused
@@ -80,13 +87,13 @@ def real_batches(
     sentences), which makes the lengths, the padding and the cost of attention those of
     real text; the batches are built as training builds them."""
     pairs = corpora.load_pairs(source[0], source[1], "en", "de", source[2])
-    sp = data.train_shared_vocab(pairs, min(config.vocab_size, 8000), VOCABULARIES)
+    sp = corpora.train_shared_vocab(pairs, min(config.vocab_size, 8000), VOCABULARIES)
     encoded, _ = data.encode_pairs(sp, pairs, 256)
     lengths = data.pair_lengths(encoded)
     if pack:
-        batches = speed.PackedBatches(*lengths, batch_tokens)
+        batches = batchers.PackedBatches(*lengths, batch_tokens)
     else:
-        batches = speed.batching(*lengths, batch_tokens, buckets)
+        batches = batchers.batching(*lengths, batch_tokens, buckets)
     order = batches.epoch(0)
     if buckets:  # the untimed updates meet every shape: compiling happens there
         firsts = {batches.shape_of(b): b for b in reversed(order)}
@@ -308,7 +315,7 @@ def add_path_options(train) -> None:
         type=int,
         metavar="N",
         help="the loss N target positions at a time, 0 all at once (default: as "
-        f"training on the device: {speed.LOSS_CHUNK:,} on a GPU, 0 on the CPU)",
+        f"training on the device: {choice.LOSS_CHUNK:,} on a GPU, 0 on the CPU)",
     )
     add_bf16_option(train)
 
@@ -358,8 +365,8 @@ def data_worker(job: dict) -> dict:
     """One training process's start on the cache: map it, plan an epoch, collate the
     first batch, make one update of a small model; then time the assembly of
     ``job['batches']`` more batches."""
-    cache = speed.TokenCache(Path(job["cache"]))
-    batching = speed.batching(
+    cache = token_store.TokenCache(Path(job["cache"]))
+    batching = batchers.batching(
         *cache.lengths(), job["batch_tokens"], job["buckets"], seed=0
     )
     order = batching.epoch(0)
@@ -414,7 +421,7 @@ def benchmark_data(args) -> dict:
     encoded once into a token cache; then ``args.processes`` fresh processes map it at
     the same time, as training's would."""
     sample = corpora.load_pairs("wmt14", "sample", "en", "de", args.data_dir)
-    sp = data.train_shared_vocab(sample, args.vocab_size, VOCABULARIES)
+    sp = corpora.train_shared_vocab(sample, args.vocab_size, VOCABULARIES)
     with tempfile.TemporaryDirectory(dir=args.work_dir) as work:
         folder = Path(work) / "cache"
         start = time.perf_counter()
@@ -425,7 +432,9 @@ def benchmark_data(args) -> dict:
             desc="encoding",
             disable=not args.progress,
         )
-        cache = speed.token_cache(folder, sp, chunks, 256, threads=os.cpu_count() or 1)
+        cache = token_store.token_cache(
+            folder, sp, chunks, 256, threads=os.cpu_count() or 1
+        )
         encode_seconds = time.perf_counter() - start
         launched = time.time()
         results = map_in_processes(folder, sp.get_piece_size(), args)
@@ -655,7 +664,7 @@ def decode_ours(
     generator), and the matrix FLOPs of another (``matrix_flops``)."""
     ids = sp.encode(sentences)
     start = time.perf_counter()
-    settings = speed.decoding(settings, device)  # as translate decodes
+    settings = choice.decoding(settings, device)  # as translate decodes
     outputs = decode_ids(model, ids, device, settings)
     seconds = time.perf_counter() - start
     if not profile:
@@ -728,16 +737,16 @@ def decode_worker(job: dict, requests) -> Iterator[dict]:
     pass: our model with the attention kernel of the engine (``ours``: load_model's
     choice for the device; ``ours-sdpa``: the fused kernel), or the CTranslate2 model
     and its vocabulary."""
-    from annotated_transformer.checkpoints import load_model
+    from annotated_transformer.running.checkpoints import load_model
 
     torch.set_num_threads(job["threads"])
     sentences = Path(job["sentences"]).read_text(encoding="utf-8").split("\n")
     settings = DecodeConfig(**job["settings"])
     model = translator = stepper = None
     if job["engine"].startswith("ours"):
-        fast = speed.fast_paths(job["device"])  # as translate loads the model
+        fast = choice.fast_paths(job["device"])  # as translate loads the model
         if job["engine"] == "ours-sdpa":
-            fast = speed.all_fast_paths(job["device"])
+            fast = choice.all_fast_paths(job["device"])
         model, sp, _ = load_model(
             [Path(job["model_file"])], job["device"], fast, fewer_pieces=True
         )
@@ -830,14 +839,17 @@ def decoding_model(args, work: Path) -> tuple[Path, object, str]:
     (averaged as the run was scored), a given file, or with --random-weights a preset's
     architecture untrained. The base and big presets keep their 37,000 outputs, with
     the training benchmark's vocabulary of the WMT14 sample (8,000 pieces)."""
-    from annotated_transformer.checkpoints import load_run_model, write_model_file
+    from annotated_transformer.running.checkpoints import (
+        load_run_model,
+        write_model_file,
+    )
 
     if args.random_weights:
         model_config, run = RUN_PRESETS[args.random_weights]
         split = "sample" if run.corpus == "wmt14" else run.train_split
         pairs = corpora.load_pairs(run.corpus, split, "en", "de", args.data_dir)
         pieces = min(model_config.vocab_size, 8000)
-        sp = data.train_shared_vocab(pairs, pieces, VOCABULARIES)
+        sp = corpora.train_shared_vocab(pairs, pieces, VOCABULARIES)
         torch.manual_seed(0)
         model, settings, what = (
             make_model(model_config),
@@ -857,7 +869,7 @@ def decoding_model(args, work: Path) -> tuple[Path, object, str]:
     # for the CTranslate2 workers
     (work / "vocabulary.model").write_bytes(sp.serialized_model_proto())
     if {"ct2", "ct2-int8"} & set(args.engines):
-        from annotated_transformer.ct2 import write_ctranslate2
+        from annotated_transformer.speed.ct2 import write_ctranslate2
 
         write_ctranslate2(model, sp, work / "ct2")
     return model_file, sp, what
@@ -866,7 +878,7 @@ def decoding_model(args, work: Path) -> tuple[Path, object, str]:
 def benchmark_decoding(args) -> dict:
     """The ``decode`` mode: each engine and beam size in its own process, on a real test
     set."""
-    from annotated_transformer.scoring import TEST_SET_ALIASES, TEST_SETS
+    from annotated_transformer.text.scoring import TEST_SET_ALIASES, TEST_SETS
 
     device = devices.resolve_device(args.device)
     corpus, split = TEST_SETS[TEST_SET_ALIASES.get(args.test_set, args.test_set)]

@@ -9,7 +9,6 @@ import os
 import sys
 from pathlib import Path
 
-from annotated_transformer.checkpoints import bundle_run
 from annotated_transformer.cli import (
     add_average_option,
     add_run_option,
@@ -17,6 +16,7 @@ from annotated_transformer.cli import (
     command,
     command_parser,
 )
+from annotated_transformer.running.checkpoints import bundle_run
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -19,8 +19,6 @@ from pathlib import Path
 
 import torch
 
-from annotated_transformer import devices
-from annotated_transformer.checkpoints import CheckpointError, load_run_model
 from annotated_transformer.config import (
     DECODE_HELP,
     OPTION_ALIASES,
@@ -30,7 +28,9 @@ from annotated_transformer.config import (
     option,
 )
 from annotated_transformer.data import DataError
-from annotated_transformer.files import WriteError, is_stream, nearest_folder
+from annotated_transformer.running import devices
+from annotated_transformer.running.checkpoints import CheckpointError, load_run_model
+from annotated_transformer.running.files import WriteError, is_stream, nearest_folder
 
 # 130 = 128 + SIGINT, what shells report for a program stopped by Ctrl-C.
 BAD_INPUT, INTERRUPTED = 2, 130

@@ -199,7 +199,7 @@ class DecodeConfig:
     incremental: bool = setting(
         False,
         "keep each layer's keys and values between steps (chapter 9): the same "
-        "outputs for less work; speed.fast_paths turns it on for the commands",
+        "outputs for less work; choice.fast_paths turns it on for the commands",
     )
 
     def __post_init__(self):

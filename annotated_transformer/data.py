@@ -13,7 +13,6 @@ from pathlib import Path
 
 import torch
 
-from annotated_transformer.files import write_atomically
 from annotated_transformer.layers import subsequent_mask
 
 # --- from book/09_copy_task.md ---
@@ -121,22 +120,6 @@ def train_vocab(
             f"SentencePiece could not train a {vocab_size}-token vocabulary: {error}"
         ) from None
     return model.getvalue()
-
-
-def train_shared_vocab(
-    pairs: Sequence[tuple[str, str]],
-    vocab_size: int,
-    cache_dir: Path,
-    max_sentences: int = 2_000_000,
-):
-    """The vocabulary of ``pairs``, trained once and cached in ``cache_dir`` under
-    its fingerprint."""
-    import sentencepiece as spm
-
-    path = Path(cache_dir) / vocab_file(pairs, vocab_size, max_sentences)
-    if not path.is_file():
-        write_atomically(path, train_vocab(pairs, vocab_size, max_sentences))
-    return spm.SentencePieceProcessor(model_file=str(path))
 
 
 def read_vocabulary(source: Path | bytes, name: str, remedy: str):

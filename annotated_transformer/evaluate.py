@@ -9,8 +9,6 @@ import json
 import sys
 from pathlib import Path
 
-from annotated_transformer import corpora
-from annotated_transformer.checkpoints import configs_of
 from annotated_transformer.cli import (
     add_data_dir_option,
     add_model_arguments,
@@ -22,13 +20,15 @@ from annotated_transformer.cli import (
     model_from_args,
     printable,
 )
-from annotated_transformer.files import (
+from annotated_transformer.running.checkpoints import configs_of
+from annotated_transformer.running.files import (
     append_line,
     links_in,
     trim_torn_line,
     write_atomically,
 )
-from annotated_transformer.scoring import (
+from annotated_transformer.text import corpora
+from annotated_transformer.text.scoring import (
     TEST_SET_ALIASES,
     TEST_SETS,
     evaluate,

@@ -17,13 +17,7 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from annotated_transformer import corpora, data, devices, speed, trainer
-from annotated_transformer.checkpoints import (
-    available_average,
-    average_checkpoints,
-    read_json,
-    run_weights,
-)
+from annotated_transformer import data
 from annotated_transformer.cli import (
     INTERRUPTED,
     add_data_dir_option,
@@ -37,8 +31,17 @@ from annotated_transformer.cli import (
 )
 from annotated_transformer.config import PARSING_MODEL, PARSING_RUN, DecodeConfig
 from annotated_transformer.decoding import translate_sentences
-from annotated_transformer.files import write_atomically
-from annotated_transformer.run_folder import check_run_folder
+from annotated_transformer.running import devices, trainer
+from annotated_transformer.running.checkpoints import (
+    available_average,
+    average_checkpoints,
+    read_json,
+    run_weights,
+)
+from annotated_transformer.running.files import write_atomically
+from annotated_transformer.running.run_folder import check_run_folder
+from annotated_transformer.speed import choice
+from annotated_transformer.text import corpora
 
 # --- from book/17_constituency_parsing.md ---
 TREEBANK_URL = (
@@ -535,7 +538,7 @@ def parse_and_score(
     decodes freely, as §6.3 does."""
     words = [[placeholder or word for word in tree_words(t)] for t in gold]
     rule = None if shape is None else TreeOfSentence(sp, shape[0], words, shape[1])
-    settings = speed.decoding(settings, device)  # the key/value cache
+    settings = choice.decoding(settings, device)  # the key/value cache
     outputs = translate_sentences(
         model,
         sp,

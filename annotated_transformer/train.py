@@ -10,8 +10,6 @@ import sys
 import typing
 from pathlib import Path
 
-from annotated_transformer import corpora, devices, trainer
-from annotated_transformer.checkpoints import read_json, read_settings
 from annotated_transformer.cli import (
     add_progress_option,
     command,
@@ -26,8 +24,11 @@ from annotated_transformer.config import (
     option,
 )
 from annotated_transformer.copy_task import CopyTask, copy_accuracy, train_copy_task
-from annotated_transformer.run_folder import check_run_folder, check_same_run
-from annotated_transformer.scoring import translate_and_score
+from annotated_transformer.running import devices, trainer
+from annotated_transformer.running.checkpoints import read_json, read_settings
+from annotated_transformer.running.run_folder import check_run_folder, check_same_run
+from annotated_transformer.text import corpora
+from annotated_transformer.text.scoring import translate_and_score
 
 DEFAULT_PRESET = "multi30k"
 

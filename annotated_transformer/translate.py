@@ -9,7 +9,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from annotated_transformer import data, speed
+from annotated_transformer import data
 from annotated_transformer.cli import (
     add_model_arguments,
     check_writable,
@@ -22,7 +22,8 @@ from annotated_transformer.cli import (
 from annotated_transformer.config import DecodeConfig
 from annotated_transformer.data import DataError
 from annotated_transformer.decoding import translate_sentences
-from annotated_transformer.files import WriteError, write_atomically
+from annotated_transformer.running.files import WriteError, write_atomically
+from annotated_transformer.speed import choice
 
 
 @dataclass(frozen=True)
@@ -149,7 +150,7 @@ def main(args: argparse.Namespace) -> int:
             )
         decoding = decoding_from_args(args)  # refused before the model is loaded
         model, sp, _, paths, device = model_from_args(args)
-        decoding = speed.decoding(decoding, device)  # the key/value cache
+        decoding = choice.decoding(decoding, device)  # the key/value cache
         translator = Translator(model, sp, device, decoding, args.progress)
         if (
             args.input is None

@@ -10,7 +10,6 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from annotated_transformer import trainer
 from annotated_transformer.cli import (
     INTERRUPTED,
     add_bf16_option,
@@ -29,9 +28,10 @@ from annotated_transformer.config import (
     TransformerConfig,
 )
 from annotated_transformer.data import DataError
-from annotated_transformer.files import append_line, trim_torn_line
 from annotated_transformer.model import count_parameters, make_model
-from annotated_transformer.scoring import translate_and_score
+from annotated_transformer.running import trainer
+from annotated_transformer.running.files import append_line, trim_torn_line
+from annotated_transformer.text.scoring import translate_and_score
 
 
 # --- from book/16_model_variations.md ---

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from annotated_transformer import data, speed
+from annotated_transformer import data
 from annotated_transformer.attention import MultiHeadedAttention
 from annotated_transformer.cli import (
     add_model_arguments,
@@ -37,8 +37,9 @@ from annotated_transformer.config import PAPER_DECODING, DecodeConfig, Transform
 from annotated_transformer.copy_task import train_copy_task
 from annotated_transformer.data import BOS, EOS, PAD, UNK, Batch
 from annotated_transformer.decoding import translate_sentences
-from annotated_transformer.files import is_stream, write_atomically
 from annotated_transformer.layers import subsequent_mask
+from annotated_transformer.running.files import is_stream, write_atomically
+from annotated_transformer.speed import choice
 
 # --- from book/15_attention_figures.md ---
 KINDS = {
@@ -119,7 +120,7 @@ def capture(
     if not source.strip():
         raise ValueError("the sentence is empty: give at least one word")
     if target is None:
-        fast = speed.decoding(settings, device)  # the key/value cache
+        fast = choice.decoding(settings, device)  # the key/value cache
         target = translate_sentences(model, sp, [source], device, fast)[0]
     src_ids, tgt_ids = sp.encode(source) + [data.EOS], [data.BOS] + sp.encode(target)
     # before the masks: a target of n pieces would make an n x n one

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from conftest import train_argv
 
-from annotated_transformer import band, recipes, train
+from annotated_transformer import band, train
+from annotated_transformer.running import recipes
 
 MEASURED = Path(__file__).resolve().parents[1] / "book" / "measured"
 
@@ -64,7 +65,9 @@ def test_train_prints_the_band_of_its_recipe(
     assert train.main([*argv, "--max-steps", "1"]) == 0  # writes config.json
     config = json.loads((run / "config.json").read_text())
     fake = {"recipe": recipes.recipe(config), "valid_nll": {"2": [1.5, 2.5]}}
-    monkeypatch.setattr("annotated_transformer.trainer.stored_band", lambda: fake)
+    monkeypatch.setattr(
+        "annotated_transformer.running.trainer.stored_band", lambda: fake
+    )
     capsys.readouterr()
     assert train.main(argv) == 0
     out = capsys.readouterr()

@@ -21,14 +21,14 @@ from annotated_transformer import (
     translate,
     visualize,
 )
-from annotated_transformer.checkpoints import (
+from annotated_transformer.cli import split_lines
+from annotated_transformer.running.checkpoints import (
     average_checkpoints,
     checkpoints,
     load_checkpoint,
     load_model,
 )
-from annotated_transformer.cli import split_lines
-from annotated_transformer.scoring import scores, split_compounds
+from annotated_transformer.text.scoring import scores, split_compounds
 
 
 @pytest.fixture(scope="module")
@@ -370,7 +370,7 @@ def test_decoding_with_the_fused_attention_kernel_writes_the_same_translations(
     (``fused``, on by itself on a GPU). A trained model decodes the same tokens with it
     as with eq. 1 written out, greedily and with a beam."""
     from annotated_transformer.attention import MultiHeadedAttention
-    from annotated_transformer.checkpoints import load_model, run_weights
+    from annotated_transformer.running.checkpoints import load_model, run_weights
 
     net, sp, _ = load_model(run_weights(trained_run))
     sentences = (text_corpus / "test.en").read_text(encoding="utf-8").splitlines()
@@ -407,7 +407,7 @@ def test_the_readmes_ctranslate2_snippet_translates_a_bundled_folder(
     assert greedy != snippet
     exec(greedy.replace('"DIR', f'"{folder}'), {})
     served = eval(capsys.readouterr().out)
-    from annotated_transformer.checkpoints import load_model, run_weights
+    from annotated_transformer.running.checkpoints import load_model, run_weights
 
     net, sp, _ = load_model(run_weights(trained_run))
     sentences = ["A man is riding a bicycle.", "Two dogs play in the snow."]
@@ -590,7 +590,7 @@ def test_the_explorer_of_an_input_file_holds_every_sentence(trained_run, tmp_pat
 
 
 def test_one_function_chooses_the_weights_of_a_run(trained_run):
-    from annotated_transformer.checkpoints import run_weights
+    from annotated_transformer.running.checkpoints import run_weights
 
     # its --average 2
     assert [p.name for p in run_weights(trained_run)] == [

@@ -11,9 +11,11 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
-from annotated_transformer import corpora, data, speed
-from annotated_transformer.corpora import load_pairs
+from annotated_transformer import data
 from annotated_transformer.data import DataError, TokenBatches
+from annotated_transformer.speed import batchers, token_store
+from annotated_transformer.text import corpora
+from annotated_transformer.text.corpora import load_pairs
 
 
 def test_read_parallel_reads_plain_and_gzip(tmp_path):
@@ -260,7 +262,7 @@ def test_filtering_reports_what_it_drops(tmp_path, synthetic_pairs):
         ("", "leer"),
         ("the cat " * 40, "der katze " * 40),
     ]
-    sp = data.train_shared_vocab(pairs, 60, tmp_path)
+    sp = corpora.train_shared_vocab(pairs, 60, tmp_path)
     kept, report = data.encode_pairs(sp, pairs, max_tokens=50)
     assert len(kept) == 300
     assert "kept 300 of 302 pairs (1 with an empty side, 1 over 50 tokens)" == report
@@ -268,17 +270,17 @@ def test_filtering_reports_what_it_drops(tmp_path, synthetic_pairs):
 
 def test_vocabulary_is_cached_by_content_and_settings(tmp_path, synthetic_pairs):
     pairs = synthetic_pairs(300, seed=0)
-    first = data.train_shared_vocab(pairs, 60, tmp_path)
+    first = corpora.train_shared_vocab(pairs, 60, tmp_path)
     files = sorted(tmp_path.glob("*.model"))
     mtime = files[0].stat().st_mtime_ns
-    second = data.train_shared_vocab(pairs, 60, tmp_path)
+    second = corpora.train_shared_vocab(pairs, 60, tmp_path)
     assert (
         sorted(tmp_path.glob("*.model")) == files
         and files[0].stat().st_mtime_ns == mtime
     )
     assert first.encode("the red cat") == second.encode("the red cat")
-    data.train_shared_vocab(pairs, 70, tmp_path)  # other settings: another file
-    data.train_shared_vocab(pairs[:-1], 60, tmp_path)  # other data: another file
+    corpora.train_shared_vocab(pairs, 70, tmp_path)  # other settings: another file
+    corpora.train_shared_vocab(pairs[:-1], 60, tmp_path)  # other data: another file
     assert len(list(tmp_path.glob("*.model"))) == 3
     assert [first.id_to_piece(i) for i in range(4)] == ["<pad>", "<s>", "</s>", "<unk>"]
 
@@ -309,10 +311,10 @@ def test_the_token_cache_holds_what_encode_pairs_keeps_and_gathers_the_same_batc
 ):
     # one empty, one too long
     pairs = synthetic_pairs(500, seed=4) + [("", "leer"), ("word " * 60, "kurz")]
-    sp = data.train_shared_vocab(pairs, 60, tmp_path / "vocab")
+    sp = corpora.train_shared_vocab(pairs, 60, tmp_path / "vocab")
     kept, _ = data.encode_pairs(sp, pairs, max_tokens=40)
     chunks = [pairs[k : k + 128] for k in range(0, len(pairs), 128)]
-    cache = speed.token_cache(tmp_path / "cache", sp, chunks, max_tokens=40)
+    cache = token_store.token_cache(tmp_path / "cache", sp, chunks, max_tokens=40)
     assert len(cache) == len(kept) and [cache[i] for i in range(len(cache))] == kept
     assert cache.meta == {
         "dtype": "uint16",
@@ -325,7 +327,7 @@ def test_the_token_cache_holds_what_encode_pairs_keeps_and_gathers_the_same_batc
     assert lengths == ([len(s) + 1 for s, _ in kept], [len(t) + 1 for _, t in kept])
     for batches in (
         TokenBatches(*lengths, 200, seed=1),
-        speed.ShapedBatches(*lengths, 200, buckets=3, seed=1),
+        batchers.ShapedBatches(*lengths, 200, buckets=3, seed=1),
     ):
         # gathered from the map: the tensors collated from the lists
         for indices in batches.epoch(0):
@@ -339,9 +341,9 @@ def test_the_token_cache_is_built_once_and_later_calls_map_it(
     synthetic_pairs, tmp_path
 ):
     pairs = synthetic_pairs(200, seed=5)
-    sp = data.train_shared_vocab(pairs, 60, tmp_path / "vocab")
+    sp = corpora.train_shared_vocab(pairs, 60, tmp_path / "vocab")
     folder = tmp_path / "cache"
-    first = speed.token_cache(folder, sp, [pairs])
+    first = token_store.token_cache(folder, sp, [pairs])
     stamp = (folder / "src.ids").stat().st_mtime_ns
 
     def must_not_encode():
@@ -349,10 +351,10 @@ def test_the_token_cache_is_built_once_and_later_calls_map_it(
         yield
 
     # finds the finished cache and maps it
-    second = speed.token_cache(folder, sp, must_not_encode())
+    second = token_store.token_cache(folder, sp, must_not_encode())
     assert (folder / "src.ids").stat().st_mtime_ns == stamp and second[7] == first[7]
     with pytest.raises(DataError, match="no pair is left"):
-        speed.token_cache(tmp_path / "none", sp, [[("", "")]])
+        token_store.token_cache(tmp_path / "none", sp, [[("", "")]])
     # a failed build leaves no cache that looks finished
     assert not (tmp_path / "none" / "meta.json").exists()
 
@@ -371,7 +373,7 @@ def _build_cache_in_a_process(folder, vocab, pairs, marks, holding, second) -> N
 
     if holding.is_set():  # the second process: the first holds the lock now
         second.set()
-    cache = speed.token_cache(
+    cache = token_store.token_cache(
         Path(folder), spm.SentencePieceProcessor(model_file=vocab), chunks()
     )
     assert len(cache) == len(pairs)
@@ -381,7 +383,7 @@ def test_of_two_processes_one_encodes_and_the_other_waits_and_maps(
     synthetic_pairs, tmp_path
 ):
     pairs = synthetic_pairs(100, seed=6)
-    data.train_shared_vocab(pairs, 60, tmp_path / "vocab")
+    corpora.train_shared_vocab(pairs, 60, tmp_path / "vocab")
     vocab = str(next((tmp_path / "vocab").glob("*.model")))
     marks = tmp_path / "marks"
     context = multiprocessing.get_context("spawn")

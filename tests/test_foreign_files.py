@@ -13,16 +13,8 @@ import torch
 from conftest import train_argv
 from test_run_folder import hashes, one_line_error
 
-from annotated_transformer import (
-    bundle,
-    checkpoints,
-    evaluate,
-    run_folder,
-    train,
-    trainer,
-    translate,
-    visualize,
-)
+from annotated_transformer import bundle, evaluate, train, translate, visualize
+from annotated_transformer.running import checkpoints, run_folder, trainer
 
 
 def sentences(tmp_path: Path) -> Path:

@@ -32,13 +32,7 @@ hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from annotated_transformer import (  # noqa: E402
-    bundle,
-    evaluate,
-    train,
-    translate,
-    visualize,
-)
+from annotated_transformer import bundle, evaluate, train, translate, visualize  # noqa: E402
 
 FOUND = Path(__file__).parent / "fuzz-found"
 MINUTES = float(os.environ.get("AT_FUZZ_MINUTES", "0"))

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 from torch.autograd import DeviceType
 
-from annotated_transformer.performance import kind_of, time_by_kind
+from annotated_transformer.measure.performance import kind_of, time_by_kind
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "tools" / "gpu_measure.sh"

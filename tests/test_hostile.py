@@ -22,19 +22,16 @@ from test_run_folder import hashes, one_line_error
 
 from annotated_transformer import (
     bundle,
-    checkpoints,
     cli,
-    corpora,
-    devices,
     evaluate,
     parsing,
-    run_data,
-    run_folder,
     train,
     translate,
     visualize,
 )
 from annotated_transformer.model import make_model
+from annotated_transformer.running import checkpoints, devices, run_data, run_folder
+from annotated_transformer.text import corpora
 
 TRAIN = [sys.executable, "-m", "annotated_transformer.train"]
 TRANSLATE = [sys.executable, "-m", "annotated_transformer.translate"]
@@ -830,7 +827,7 @@ def test_a_warning_is_one_line_without_its_source_line(tmp_path, capsys):
 
 
 def test_a_lost_process_names_gloos_cause_not_its_source_file():
-    from annotated_transformer import processes
+    from annotated_transformer.running import processes
 
     gloo = (
         "[../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by "
@@ -881,7 +878,7 @@ def test_a_failed_test_set_download_leaves_no_lock_in_sacrebleus_cache(
 def test_a_link_planted_after_the_look_is_refused_at_every_level(tmp_path, planted):
     """``open_own`` walks from the run folder with O_NOFOLLOW: a folder or file swapped
     for a link after ``links_in`` looked is refused, and the link's target kept."""
-    from annotated_transformer.files import WriteError, open_own
+    from annotated_transformer.running.files import WriteError, open_own
 
     run, victim = tmp_path / "run", tmp_path / "victim"
     (run / "eval").mkdir(parents=True)

@@ -243,7 +243,7 @@ def test_a_fresh_six_layer_post_norm_encoder_keeps_its_positions_apart():
     """Xavier's larger sub-layer outputs make a post-norm stack map every position to
     nearly the same vector before any training; the cross-attention then has nothing to
     choose between (chapter 12)."""
-    from annotated_transformer.diagnostics import position_similarity
+    from annotated_transformer.figures.diagnostics import position_similarity
 
     config = TransformerConfig(
         vocab_size=1000, n_layers=6, d_model=128, d_ff=512, n_heads=4

@@ -26,20 +26,22 @@ from test_run_folder import hashes, one_line_error
 
 from annotated_transformer import (
     bundle,
-    checkpoints,
     evaluate,
-    files,
-    metrics,
     optimization,
     parsing,
-    processes,
-    scoring,
-    speed,
     train,
-    trainer,
     translate,
     variations,
 )
+from annotated_transformer.running import (
+    checkpoints,
+    files,
+    metrics,
+    processes,
+    trainer,
+)
+from annotated_transformer.speed import batchers
+from annotated_transformer.text import scoring
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -209,9 +211,11 @@ def test_bad_numbers_are_refused_before_anything_is_written(
 
 def test_more_buckets_than_lengths_are_as_many_buckets_as_lengths():
     lengths = [3, 3, 5, 9, 9, 9, 12]
-    every = speed.bucket_lengths(lengths, 4)
+    every = batchers.bucket_lengths(lengths, 4)
     assert every == [3, 5, 9, 12]  # no padding at all
-    assert speed.bucket_lengths(lengths, 10**20) == every  # at once, not 10**20 rounds
+    assert (
+        batchers.bucket_lengths(lengths, 10**20) == every
+    )  # at once, not 10**20 rounds
 
 
 def test_a_batch_too_small_for_the_longest_pair_says_the_size_needed(

@@ -51,3 +51,20 @@ def test_no_help_text_shows_a_default_of_none(name, capsys):
 def test_the_package_says_it_is_typed():
     assert (ROOT / "annotated_transformer" / "py.typed").is_file()
     assert '"py.typed"]' in PYPROJECT.split("[tool.setuptools.package-data]")[1]
+
+
+def test_every_sub_package_is_installed():
+    """pip installs what setuptools finds by the project's ``include``: every folder of
+    the package with an ``__init__.py``, so ``import annotated_transformer.running``
+    works from a wheel as it does from the clone."""
+    tomllib = pytest.importorskip("tomllib")
+    from setuptools import find_packages
+
+    found = tomllib.loads(PYPROJECT)["tool"]["setuptools"]["packages"]["find"]
+    installed = set(find_packages(where=ROOT, include=found["include"]))
+    folders = {
+        ".".join(path.parent.relative_to(ROOT).parts)
+        for path in (ROOT / "annotated_transformer").rglob("__init__.py")
+    }
+    assert installed == folders
+    assert {"annotated_transformer", "annotated_transformer.running"} <= installed

@@ -8,7 +8,7 @@ import nbformat
 from conftest import load_tool
 from markdown_it import MarkdownIt
 
-from annotated_transformer.pages import as_text, glue, glued
+from annotated_transformer.book.pages import as_text, glue, glued
 
 glue_order = load_tool("check_glue_order")
 

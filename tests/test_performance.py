@@ -7,20 +7,26 @@ import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from annotated_transformer import benchmark, data, speed
+from annotated_transformer import benchmark, data
 from annotated_transformer.config import TransformerConfig
 from annotated_transformer.data import Batch
 from annotated_transformer.decoding import KVCache, greedy_decode, strip_special
-from annotated_transformer.flops import batch_lengths, forward_flops, training_flops
+from annotated_transformer.measure.flops import (
+    batch_lengths,
+    forward_flops,
+    training_flops,
+)
+from annotated_transformer.measure.performance import matrix_flops
+from annotated_transformer.measure.reference import TorchTransformer, copy_weights
 from annotated_transformer.model import make_model
 from annotated_transformer.optimization import (
     batch_loss,
     label_smoothed_loss,
     make_optimizer,
 )
-from annotated_transformer.performance import matrix_flops
-from annotated_transformer.reference import TorchTransformer, copy_weights
-from annotated_transformer.speed import compiled
+from annotated_transformer.speed import batchers, choice, loss_chunks
+from annotated_transformer.speed.batchers import compiled
+from annotated_transformer.text import corpora
 
 TINY = TransformerConfig(
     vocab_size=120, n_layers=2, d_model=32, d_ff=64, n_heads=4, dropout=0.0
@@ -148,10 +154,10 @@ def test_fused_adam_takes_the_same_steps():
 def test_ctranslate2_export_decodes_the_same_tokens(tmp_path, synthetic_pairs):
     import ctranslate2
 
-    from annotated_transformer.ct2 import write_ctranslate2
+    from annotated_transformer.speed.ct2 import write_ctranslate2
 
     pairs = synthetic_pairs(300, 0)
-    sp = data.train_shared_vocab(pairs, 60, tmp_path / "vocab")
+    sp = corpora.train_shared_vocab(pairs, 60, tmp_path / "vocab")
     torch.manual_seed(0)
     model = make_model(TINY.replace(vocab_size=60))
     optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
@@ -264,7 +270,7 @@ def test_bucket_lengths_leave_the_least_padding():
     for _ in range(200):
         lengths = [rng.randint(1, 15) for _ in range(rng.randint(1, 25))]
         buckets = rng.randint(1, 4)
-        chosen = speed.bucket_lengths(lengths, buckets)
+        chosen = batchers.bucket_lengths(lengths, buckets)
 
         def padding(edges, lengths=lengths):
             return sum(min(e for e in edges if e >= n) - n for n in lengths)
@@ -286,7 +292,7 @@ def test_bucket_lengths_leave_the_least_padding():
 def test_shaped_batches_hold_every_sentence_once_in_a_few_shapes_within_budget():
     src, tgt = _lengths(3000)
     src[7], tgt[7] = 400, 30  # one pair longer than the budget
-    batching = speed.ShapedBatches(src, tgt, max_tokens=300, buckets=6, seed=1)
+    batching = batchers.ShapedBatches(src, tgt, max_tokens=300, buckets=6, seed=1)
     pairs = [([5] * (s - 1), [6] * (t - 1)) for s, t in zip(src, tgt)]
     for epoch in range(2):
         batches = batching.epoch(epoch)
@@ -310,7 +316,9 @@ def test_shaped_batches_hold_every_sentence_once_in_a_few_shapes_within_budget()
             shapes.add((batch.src.shape, batch.tgt_in.shape))
         assert len(shapes) == len(batching.shapes) == 6
     # reproducible
-    assert batching.epoch(0) == speed.ShapedBatches(src, tgt, 300, 6, seed=1).epoch(0)
+    assert batching.epoch(0) == batchers.ShapedBatches(src, tgt, 300, 6, seed=1).epoch(
+        0
+    )
     assert batching.epoch(0) != batching.epoch(1)  # reshuffled every epoch
 
 
@@ -325,7 +333,7 @@ def test_placeholder_rows_and_padding_change_no_loss():
         )
         for s, t in zip(src, tgt)
     ]
-    batching = speed.ShapedBatches(src, tgt, max_tokens=400, buckets=3)
+    batching = batchers.ShapedBatches(src, tgt, max_tokens=400, buckets=3)
     for indices in batching.epoch(0):
         exact, shaped = data.collate(pairs, indices), batching.collate(pairs, indices)
         assert shaped.src.numel() >= exact.src.numel()
@@ -358,7 +366,7 @@ def test_a_compiled_model_compiles_once_per_fixed_shape():
     forward = compiled(model, shapes=4, backend=counting_backend)
     src, tgt = _lengths(400, seed=3)
     pairs = [([5] * (s - 1), [6] * (t - 1)) for s, t in zip(src, tgt)]
-    batching = speed.ShapedBatches(src, tgt, max_tokens=600, buckets=4)
+    batching = batchers.ShapedBatches(src, tgt, max_tokens=600, buckets=4)
     batches = [
         batching.collate(pairs, b) for b in batching.epoch(0) + batching.epoch(1)
     ]
@@ -381,7 +389,7 @@ def test_the_chunked_loss_equals_the_plain_one_at_the_base_vocabulary():
     found = []
     for loss_of in (
         lambda states: label_smoothed_loss(proj(states), target, data.PAD, 0.1, "sum"),
-        lambda states: speed.ChunkedLoss(32).from_states(
+        lambda states: loss_chunks.ChunkedLoss(32).from_states(
             proj, states, target, data.PAD, 0.1
         ),
     ):
@@ -415,7 +423,7 @@ def test_the_chunked_loss_keeps_no_scores_for_the_backward_pass():
         return sum(kept)
 
     plain = kept_bytes(lambda: label_smoothed_loss(proj(states), target, 0, 0.1))
-    chunked = speed.ChunkedLoss(16)
+    chunked = loss_chunks.ChunkedLoss(16)
     in_chunks = kept_bytes(
         lambda: chunked.from_states(proj, states, target, data.PAD, 0.1)
     )
@@ -424,15 +432,15 @@ def test_the_chunked_loss_keeps_no_scores_for_the_backward_pass():
 
 
 def test_an_update_with_the_loss_in_chunks_makes_the_same_step():
-    from annotated_transformer import trainer
     from annotated_transformer.config import RunConfig
+    from annotated_transformer.running import trainer
 
     weights = []
-    for fast in (speed.FastPaths(), speed.FastPaths(loss_chunk=5)):
+    for fast in (choice.FastPaths(), choice.FastPaths(loss_chunk=5)):
         torch.manual_seed(0)
         model = make_model(TINY)
         update = trainer.make_update(model, TINY, RunConfig(), fast)
-        assert isinstance(update.loss_function, speed.ChunkedLoss) == bool(
+        assert isinstance(update.loss_function, loss_chunks.ChunkedLoss) == bool(
             fast.loss_chunk
         )
         update([_batch(3, 6, 7)])
@@ -455,7 +463,7 @@ def _random_pairs(count: int, longest: int, seed: int = 0) -> list:
 def test_packed_batches_hold_every_pair_once_in_one_shape_with_little_padding():
     pairs = _random_pairs(2000, 40)
     lengths = data.pair_lengths(pairs)
-    packed = speed.PackedBatches(*lengths, max_tokens=2000)
+    packed = batchers.PackedBatches(*lengths, max_tokens=2000)
     rows, length, _ = packed.shape
     assert length == max(*lengths[0], *lengths[1]) and rows == 2000 // length
     for epoch in (0, 1):
@@ -480,12 +488,12 @@ def test_a_packed_batch_gives_the_padded_batches_loss_and_gradients(variant):
     """The same pairs as packed rows and as padded rows (one sentence each): the
     summed loss and every gradient agree."""
     pairs = _random_pairs(12, 9, seed=1)
-    packed = speed.PackedBatches(*data.pair_lengths(pairs), max_tokens=40)
+    packed = batchers.PackedBatches(*data.pair_lengths(pairs), max_tokens=40)
     config = TINY.replace(**variant)
     found = []
     for batch_of in (data.collate, packed.collate):
         torch.manual_seed(0)
-        model = speed.Packed(make_model(config))
+        model = batchers.Packed(make_model(config))
         total = 0.0
         for indices in packed.epoch(0):
             loss = batch_loss(model, batch_of(pairs, indices), 0.1, data.PAD)
@@ -501,7 +509,7 @@ def test_a_packed_batch_gives_the_padded_batches_loss_and_gradients(variant):
 
 def test_packed_rows_count_each_sentence_as_padded_rows_do():
     pairs = _random_pairs(30, 12, seed=2)
-    packed = speed.PackedBatches(*data.pair_lengths(pairs), max_tokens=80)
+    packed = batchers.PackedBatches(*data.pair_lengths(pairs), max_tokens=80)
     for indices in packed.epoch(0):
         in_rows = batch_lengths([packed.collate(pairs, indices)])
         one_each = batch_lengths([data.collate(pairs, indices)])

@@ -13,7 +13,7 @@ import torch
 from conftest import TORCHRUN_TRAIN, Child, train_argv
 
 from annotated_transformer import train
-from annotated_transformer.checkpoints import checkpoints, load_checkpoint
+from annotated_transformer.running.checkpoints import checkpoints, load_checkpoint
 
 # Two processes on a 2-core machine: one thread each.
 ENV = {**os.environ, "OMP_NUM_THREADS": "1"}

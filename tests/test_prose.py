@@ -41,7 +41,7 @@ def test_the_book_states_no_measured_number_by_hand():
 def test_the_default_runs_cost_is_stated_once_from_the_stored_runs():
     """The README and the Makefile state the cost that the preface and chapter 13 glue
     from book/measured."""
-    from annotated_transformer.performance import default_run_cost
+    from annotated_transformer.measure.performance import default_run_cost
 
     cost = default_run_cost(ROOT / "book" / "measured")
     assert (

@@ -22,18 +22,17 @@ from conftest import train_argv
 from annotated_transformer import (
     benchmark,
     bundle,
-    checkpoints,
-    corpora,
     data,
     evaluate,
     parsing,
-    run_data,
     train,
     translate,
     variations,
     visualize,
 )
 from annotated_transformer.config import RunConfig
+from annotated_transformer.running import checkpoints, run_data
+from annotated_transformer.text import corpora
 
 
 def hashes(folder: Path) -> dict[str, str]:
@@ -235,7 +234,7 @@ def _interrupt(*args, **kwargs):
         # during setup
         (
             train,
-            "run_folder.load_splits",
+            "running.run_folder.load_splits",
             lambda run, corpus: train_argv(corpus, run.parent / "new", 4),
         ),
         # scoring after training
@@ -398,7 +397,7 @@ def test_the_cached_vocabulary_is_named_by_its_fingerprint_and_reused(
     synthetic_pairs, tmp_path
 ):
     pairs = synthetic_pairs(200, 0)
-    sp = data.train_shared_vocab(pairs, 60, tmp_path)
+    sp = corpora.train_shared_vocab(pairs, 60, tmp_path)
     (path,) = tmp_path.glob("*.model")
     assert path.name == data.vocab_file(pairs, 60)
     # training is deterministic

@@ -7,7 +7,7 @@ import jupytext
 import pytest
 
 import annotated_transformer
-from annotated_transformer.scale import at_scale, current_scale, smoke_note
+from annotated_transformer.book.scale import at_scale, current_scale, smoke_note
 
 
 def test_scale_switch(monkeypatch):

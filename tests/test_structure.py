@@ -1,5 +1,7 @@
-"""The package's layout: the commands (modules with a ``main``) stand on library
-modules, never on each other."""
+"""The package's layout: the paper's modules at the top of the package stand on each
+other alone; the sub-packages (running, speed, measure, figures, text, book) stand on
+the paper; the commands (modules with a ``main``) stand on both, never on each other.
+Modules are named by their place in the package: ``running.trainer``."""
 
 import argparse
 import ast
@@ -10,10 +12,19 @@ import pytest
 import annotated_transformer
 
 PACKAGE = Path(annotated_transformer.__file__).parent
+
+
+def module_name(path: Path) -> str:
+    """``running.trainer`` for ``annotated_transformer/running/trainer.py``."""
+    return path.relative_to(PACKAGE).with_suffix("").as_posix().replace("/", ".")
+
+
 TREES = {
-    path.stem: ast.parse(path.read_text(encoding="utf-8"))
-    for path in PACKAGE.glob("*.py")
+    module_name(path): ast.parse(path.read_text(encoding="utf-8"))
+    for path in PACKAGE.rglob("*.py")
+    if path.name != "__init__.py"
 }
+SUBPACKAGES = {path.parent.name for path in PACKAGE.glob("*/__init__.py")}
 COMMANDS = {
     name
     for name, tree in TREES.items()
@@ -23,31 +34,47 @@ COMMANDS = {
 }
 
 
-def package_imports(tree: ast.Module) -> set[str]:
-    """The package's modules that ``tree`` imports, at the top or inside a function."""
+def package_imports(tree: ast.Module, modules=None) -> set[str]:
+    """The package's modules that ``tree`` imports, at the top or inside a function:
+    ``from annotated_transformer.running import trainer`` and ``from
+    annotated_transformer.running.trainer import Meter`` both import
+    ``running.trainer``."""
+    modules = set(TREES) if modules is None else modules
     found = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module == "annotated_transformer":
-            found |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
-            "annotated_transformer."
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+            "annotated_transformer"
         ):
-            found.add(node.module.split(".")[1])
+            base = node.module.removeprefix("annotated_transformer").lstrip(".")
+            for alias in node.names:
+                whole = f"{base}.{alias.name}".lstrip(".")
+                found.add(whole if whole in modules else base)
         elif isinstance(node, ast.Import):
             found |= {
-                a.name.split(".")[1]
+                a.name.removeprefix("annotated_transformer.")
                 for a in node.names
                 if a.name.startswith("annotated_transformer.")
             }
-    return found
+    return found - {""}
 
 
 # The paper's model and its decoding and training arithmetic: what a student reads
 # first.
 CORE = {"model", "layers", "attention", "positional", "decoding", "optimization"}
+# The paper's modules with the batch and the settings: the top of the package, which
+# `ls` shows first beside the commands.
+PAPER = CORE | {"data", "config", "copy_task"}
 # Speed code, measurement, references, the training loop and the commands: built on the
 # core, never under it.
-ABOVE_THE_CORE = {"speed", "performance", "benchmark", "ct2", "reference", "trainer"}
+ABOVE_THE_CORE = {
+    "speed.choice",
+    "speed.batchers",
+    "speed.ct2",
+    "measure.performance",
+    "measure.reference",
+    "benchmark",
+    "running.trainer",
+}
 
 
 def import_graph(trees: dict[str, ast.Module]) -> dict[str, set[str]]:
@@ -89,6 +116,35 @@ def reachable(graph: dict[str, set[str]], start: str) -> set[str]:
 
 def test_no_module_imports_itself_through_others():
     assert find_circle(import_graph(TREES)) is None
+
+
+def test_ls_shows_the_paper_the_commands_and_a_few_named_folders():
+    """The top of the package holds the paper's modules, the settings and the commands
+    (each named after what it does); everything else lives in a sub-package whose
+    ``__init__`` docstring says what it holds."""
+    top = {name for name in TREES if "." not in name}
+    assert top == PAPER | COMMANDS | {"cli"}
+    assert SUBPACKAGES == {"running", "speed", "measure", "figures", "text", "book"}
+    for folder in SUBPACKAGES:
+        face = ast.parse((PACKAGE / folder / "__init__.py").read_text("utf-8"))
+        assert ast.get_docstring(face) and len(face.body) == 1, folder
+
+
+def test_no_import_climbs_back_up():
+    """The paper's modules import only each other; a sub-package's module imports the
+    paper and other sub-packages, never a command."""
+    graph = import_graph(TREES)
+    assert {
+        name: sorted(graph[name] - PAPER)
+        for name in sorted(PAPER)
+        if graph[name] - PAPER
+    } == {}
+    below_commands = set(TREES) - COMMANDS - {"cli"}
+    assert {
+        name: sorted(graph[name] & (COMMANDS | {"cli"}))
+        for name in sorted(below_commands)
+        if graph[name] & (COMMANDS | {"cli"})
+    } == {}
 
 
 def test_the_circle_finder_finds_a_circle_and_only_a_circle():
@@ -134,6 +190,11 @@ def test_the_walk_sees_imports_inside_functions():
     )
     tree = ast.parse(source)
     assert package_imports(tree) == {"train", "data"}
+    nested = ast.parse(
+        "from annotated_transformer.running import trainer\n"
+        "from annotated_transformer.speed.choice import FastPaths\n"
+    )
+    assert package_imports(nested) == {"running.trainer", "speed.choice"}
 
 
 def test_the_reserved_token_ids_are_defined_once_in_data():
@@ -184,13 +245,15 @@ def test_data_is_batches_and_tokens_and_never_reaches_the_network():
     network."""
     graph = import_graph(TREES)
     under_data = {"data"} | reachable(graph, "data")
-    assert "corpora" not in under_data
+    assert "text.corpora" not in under_data
     assert {
         name: sorted(imported_modules(TREES[name]) & NETWORK)
         for name in sorted(under_data)
     } == dict.fromkeys(sorted(under_data), [])
     # the walk does see the downloads, where they are
-    assert {"urllib", "datasets", "sacrebleu"} <= imported_modules(TREES["corpora"])
+    assert {"urllib", "datasets", "sacrebleu"} <= imported_modules(
+        TREES["text.corpora"]
+    )
 
 
 class _Parsed(Exception):
@@ -298,7 +361,7 @@ MOST_PARAMETERS = 6
 LONGEST_LOOP_MODULE = 800
 # The functions that read better whole, and why.
 LONG_BY_NATURE = {
-    "ct2.ctranslate2_spec": "one table: each line puts one of our weights into the "
+    "speed.ct2.ctranslate2_spec": "one table: each line puts one of our weights into the "
     "place CTranslate2's spec has for it",
     "visualize.line_view": "one figure, Figure 3's lines, drawn top to bottom",
     "visualize.grid_view": "one figure, a grid of heatmaps, drawn top to bottom",
@@ -316,7 +379,7 @@ MANY_PARAMETERS_BY_NATURE = {
     "its cache, the rule, the beam",
     "decoding.translate_sentences": "model, vocabulary, text, device, settings, "
     "progress and an output rule: what every translating command passes",
-    "scoring.evaluate": "the same, with the pairs' target language for the scores",
+    "text.scoring.evaluate": "the same, with the pairs' target language for the scores",
     "parsing.parse_and_score": "the same, with the grammar that keeps outputs to trees",
     "visualize.line_view": "a drawing's options, each a keyword, as matplotlib's own",
     "visualize.grid_view": "a drawing's options, each a keyword, as matplotlib's own",
@@ -352,7 +415,7 @@ def test_functions_stay_short_with_few_parameters_and_the_loop_module_small():
     # an exception that no longer applies is taken off the list
     assert sorted(set(LONG_BY_NATURE) - set(long)) == []
     assert sorted(set(MANY_PARAMETERS_BY_NATURE) - set(crowded)) == []
-    trainer = (PACKAGE / "trainer.py").read_text(encoding="utf-8")
+    trainer = (PACKAGE / "running" / "trainer.py").read_text(encoding="utf-8")
     assert len(trainer.splitlines()) <= LONGEST_LOOP_MODULE
 
 
@@ -368,7 +431,7 @@ FAST_PATH_CALLS = {
     "torch.compile",
     "torch.autocast",
     "torch.bfloat16",
-    "speed.compiled",
+    "batchers.compiled",
 }
 FAST_PATH_SWITCHES = {"fused_attention", "fused", "token_cache", "incremental"}
 
@@ -398,10 +461,11 @@ def test_every_fast_path_is_decided_in_speed():
     decided = {
         name: found
         for name, tree in sorted(TREES.items())
-        if name != "speed" and (found := fast_path_decisions(tree))
+        if not name.startswith("speed.") and (found := fast_path_decisions(tree))
     }
     assert decided == {}
-    assert fast_path_decisions(TREES["speed"])  # the walk sees them where they are
+    # the walk sees them where they are
+    assert fast_path_decisions(TREES["speed.choice"])
 
 
 def test_the_decision_finder_tells_deciding_from_passing_on():
@@ -423,11 +487,11 @@ def test_the_commands_load_no_training_loop_and_the_loop_no_command():
     graph = import_graph(TREES)
     # translate, evaluate, bundle and visualize share cli: it chooses a device, not
     # a trainer
-    assert "trainer" not in reachable(graph, "cli")
-    assert "trainer" not in reachable(graph, "translate")
+    assert "running.trainer" not in reachable(graph, "cli")
+    assert "running.trainer" not in reachable(graph, "translate")
     # the band's note comes from a neutral module, not from the band command
-    assert "recipes" in reachable(graph, "trainer")
-    assert reachable(graph, "trainer") & COMMANDS == set()
+    assert "running.recipes" in reachable(graph, "running.trainer")
+    assert reachable(graph, "running.trainer") & COMMANDS == set()
 
 
 # Read on code as ruff format lays it out: a call with more arguments passes them by

@@ -9,7 +9,8 @@ import pytest
 import torch
 from conftest import train_argv
 
-from annotated_transformer import benchmark, devices, train
+from annotated_transformer import benchmark, train
+from annotated_transformer.running import devices
 
 
 @pytest.fixture(autouse=True)

@@ -14,23 +14,10 @@ import pytest
 import torch
 from conftest import TORCHRUN_TRAIN, Child, tiny_run, train_argv
 
-from annotated_transformer import (
-    corpora,
-    devices,
-    run_data,
-    run_folder,
-    speed,
-    train,
-    trainer,
-)
-from annotated_transformer.checkpoints import (
-    checkpoints,
-    latest_checkpoint,
-    load_checkpoint,
-)
+from annotated_transformer import train
 from annotated_transformer.config import PRESETS, RunConfig, TransformerConfig
 from annotated_transformer.data import PAD, Batch
-from annotated_transformer.diagnostics import source_alignment
+from annotated_transformer.figures.diagnostics import source_alignment
 from annotated_transformer.layers import subsequent_mask
 from annotated_transformer.model import make_model
 from annotated_transformer.optimization import (
@@ -38,7 +25,15 @@ from annotated_transformer.optimization import (
     label_smoothed_loss,
     make_optimizer,
 )
-from annotated_transformer.run_folder import RunLock
+from annotated_transformer.running import devices, run_data, run_folder, trainer
+from annotated_transformer.running.checkpoints import (
+    checkpoints,
+    latest_checkpoint,
+    load_checkpoint,
+)
+from annotated_transformer.running.run_folder import RunLock
+from annotated_transformer.speed import choice, token_store
+from annotated_transformer.text import corpora
 
 TINY = TransformerConfig(vocab_size=50, n_layers=1, d_model=32, d_ff=64, n_heads=2)
 
@@ -100,11 +95,11 @@ def test_label_smoothed_loss_matches_cross_entropy_in_float64(smoothing, reducti
 
 def test_the_fast_paths_follow_the_device_and_the_settings():
     run = RunConfig()
-    everywhere = speed.FastPaths(token_cache=True, kv_cache=True)
-    assert speed.fast_paths("cpu", run) == everywhere
-    gpu = speed.fast_paths("cuda:0", run.replace(bf16=False, compile=True))
+    everywhere = choice.FastPaths(token_cache=True, kv_cache=True)
+    assert choice.fast_paths("cpu", run) == everywhere
+    gpu = choice.fast_paths("cuda:0", run.replace(bf16=False, compile=True))
     assert gpu.fused_attention and gpu.fused_adam and gpu.compile and not gpu.bf16
-    plain = trainer.make_update(make_model(TINY), TINY, run, speed.FastPaths())
+    plain = trainer.make_update(make_model(TINY), TINY, run, choice.FastPaths())
     assert plain.loss_function is label_smoothed_loss and plain.autocast is None
 
 
@@ -668,7 +663,7 @@ def test_training_keeps_its_pairs_in_a_token_cache_that_a_resumed_run_maps(
     run = tmp_path / "run"
     assert train.main(_cli(text_corpus, run, "--max-steps", "2")) == 0
     (meta,) = (run / "tokens").glob("*/meta.json")
-    cache = speed.TokenCache(meta.parent)
+    cache = token_store.TokenCache(meta.parent)
     assert f"train: kept {len(cache):,} of 400 pairs" in capsys.readouterr().out
     stamp = (meta.parent / "src.ids").stat().st_mtime_ns
     # resumes: maps, encodes nothing
@@ -707,7 +702,7 @@ def test_a_process_other_than_rank_0_maps_the_token_cache_and_reads_no_training_
     mapped = trainer.start(model_config, run_config).data
     assert splits_read == [run_config.valid_split]
     assert (
-        isinstance(mapped.stream.pairs, speed.TokenCache)
+        isinstance(mapped.stream.pairs, token_store.TokenCache)
         and mapped.stream.pairs.folder == meta.parent
     )
     assert len(mapped.valid_pairs) > 0 and mapped.sp.get_piece_size() == 80

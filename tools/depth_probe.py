@@ -15,9 +15,13 @@ import argparse
 import json
 from pathlib import Path
 
-from annotated_transformer import data, run_data, trainer
+from annotated_transformer import data
 from annotated_transformer.config import RunConfig, TransformerConfig
-from annotated_transformer.diagnostics import position_similarity, source_alignment
+from annotated_transformer.figures.diagnostics import (
+    position_similarity,
+    source_alignment,
+)
+from annotated_transformer.running import run_data, trainer
 
 
 def layer_grad_norms(layers) -> list[float]:

@@ -1,6 +1,6 @@
-"""A Sphinx extension: ``{eval}`glued.NAME``` in a page's prose shows the value that the
-page's cells kept under NAME with ``annotated_transformer.pages.glue``, as myst-nb's
-``{glue:md}`NAME``` would.
+"""A Sphinx extension: ``{eval}`glued.NAME``` in a page's prose shows the value that
+the page's cells kept under NAME with ``annotated_transformer.book.pages.glue``, as
+myst-nb's ``{glue:md}`NAME``` would.
 
 JupyterLab, with jupyterlab-myst, evaluates the same role in the running kernel, where
 ``glued.NAME`` is that value too; myst-nb evaluates ``{eval}`` only when it executes

@@ -3,16 +3,17 @@ lives outside the package, which needs neither jupytext nor nbformat to run).
 
 Every chapter ``book/NN_name.md`` is a MyST Markdown notebook. A code cell whose first
 line is ``# export: NAME`` is appended, in chapter order, to
-``annotated_transformer/NAME.py``; all other cells are the chapter's demonstrations. A
-module may grow over several chapters: the top-level imports of all its cells are
-gathered into one block at the top of the module (after its docstring), merged and
-ordered by ruff's isort rules, so each chapter's cell imports what it uses where the
-reader sees it; an import of the module itself (a later chapter using what an earlier
-one defined there) is dropped. Each chapter also has an ``.ipynb`` twin with the same
-cells and no outputs, for people who prefer to open notebooks in Jupyter. Saving a
-paired notebook from Jupyter writes outputs into the twin and a ``jupytext_version``
-line into the chapter's header; ``export`` removes both, so that running the notebooks
-leaves a clean tree.
+``annotated_transformer/NAME.py`` (a dotted name, ``running.trainer``, is a module of a
+sub-package, ``annotated_transformer/running/trainer.py``); all other cells are the
+chapter's demonstrations. A module may grow over several chapters: the top-level imports
+of all its cells are gathered into one block at the top of the module (after its
+docstring), merged and ordered by ruff's isort rules, so each chapter's cell imports
+what it uses where the reader sees it; an import of the module itself (a later chapter
+using what an earlier one defined there) is dropped. Each chapter also has an ``.ipynb``
+twin with the same cells and no outputs, for people who prefer to open notebooks in
+Jupyter. Saving a paired notebook from Jupyter writes outputs into the twin and a
+``jupytext_version`` line into the chapter's header; ``export`` removes both, so that
+running the notebooks leaves a clean tree.
 
     python tools/literate.py export  # write modules and twins
     python tools/literate.py check   # fail on any difference
@@ -50,9 +51,10 @@ kernelspec:
   name: python3
 ---
 """
-EXPORT_MARKER = re.compile(r"^#\s*export:\s*([A-Za-z_][A-Za-z0-9_]*)\s*$")
+EXPORT_MARKER = re.compile(r"^#\s*export:\s*([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)?)\s*$")
 ANY_MARKER = re.compile(r"^\s*#\s*export\s*:", re.MULTILINE)
-HAND_WRITTEN = {"__init__.py"}
+# the package's and its sub-packages' faces: a docstring saying what each folder holds
+HAND_WRITTEN = "__init__.py"
 PACKAGE = "annotated_transformer"
 
 
@@ -157,14 +159,15 @@ def tidy(text: str) -> str:
 
 
 def render_modules(root: Path) -> dict[str, str]:
-    """Map ``NAME.py`` to the text the chapters generate for it."""
+    """Map each module's path in the package (``running/trainer.py``) to the text the
+    chapters generate for it."""
     by_module: dict[str, list[ExportedCell]] = {}
     for cell in exported_cells(root):
         by_module.setdefault(cell.module, []).append(cell)
     modules = {}
     for name, cells in sorted(by_module.items()):
-        filename = f"{name}.py"
-        if filename in HAND_WRITTEN:
+        filename = name.replace(".", "/") + ".py"
+        if filename.endswith(HAND_WRITTEN):
             raise ValueError(
                 f"{cells[0].chapter}: '# export: {name}' would overwrite a "
                 "hand-written module"
@@ -281,7 +284,7 @@ def export(root: Path) -> list[Path]:
     for filename, text in wanted.items():
         changed += _write_if_different(package / filename, text)
     for stale in _generated_files(package):
-        if stale.name not in wanted:
+        if _name(package, stale) not in wanted:
             stale.unlink()
             changed.append(stale)
     for chapter in chapters(root):
@@ -299,14 +302,19 @@ def check(root: Path) -> list[str]:
     wanted = render_modules(root)
     for filename, text in wanted.items():
         path = package / filename
+        if not (path.parent / HAND_WRITTEN).exists():
+            problems.append(
+                f"{path.parent.relative_to(root)} has no {HAND_WRITTEN}: write one "
+                "whose docstring says what the folder holds"
+            )
         if not path.exists():
             problems.append(f"{path.relative_to(root)} is missing: run `make export`")
         elif path.read_text(encoding="utf-8") != text:
             problems.append(
                 f"{path.relative_to(root)} differs from its chapters: run `make export`"
             )
-    for path in sorted(package.glob("*.py")):
-        if path.name not in wanted and path.name not in HAND_WRITTEN:
+    for path in sorted(package.rglob("*.py")):
+        if _name(package, path) not in wanted and path.name != HAND_WRITTEN:
             problems.append(
                 f"{path.relative_to(root)} is not generated from any chapter"
             )
@@ -356,11 +364,16 @@ def layout_problems(root: Path) -> list[str]:
     ]
 
 
+def _name(package: Path, path: Path) -> str:
+    """A module's path in the package, as ``render_modules`` names it."""
+    return path.relative_to(package).as_posix()
+
+
 def _generated_files(package: Path) -> list[Path]:
     return [
         p
-        for p in sorted(package.glob("*.py"))
-        if p.name not in HAND_WRITTEN
+        for p in sorted(package.rglob("*.py"))
+        if p.name != HAND_WRITTEN
         and p.read_text(encoding="utf-8").startswith("# Generated from ")
     ]
 
@@ -368,6 +381,7 @@ def _generated_files(package: Path) -> list[Path]:
 def _write_if_different(path: Path, text: str) -> list[Path]:
     if path.exists() and path.read_text(encoding="utf-8") == text:
         return []
+    path.parent.mkdir(exist_ok=True)
     path.write_text(text, encoding="utf-8")
     return [path]
 

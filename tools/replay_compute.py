@@ -16,9 +16,10 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from annotated_transformer import data, run_data
+from annotated_transformer import data
 from annotated_transformer.config import RunConfig, TransformerConfig
-from annotated_transformer.flops import batch_lengths, training_flops
+from annotated_transformer.measure.flops import batch_lengths, training_flops
+from annotated_transformer.running import run_data
 
 
 def replay(run_dir: Path, data_dir: Path) -> dict[int, float]:

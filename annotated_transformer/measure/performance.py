@@ -13,13 +13,14 @@ from pathlib import Path
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from annotated_transformer import data, speed
+from annotated_transformer import data
 from annotated_transformer.config import MULTI30K_RUN
 from annotated_transformer.decoding import greedy_decode
-from annotated_transformer.flops import batch_lengths, training_flops
+from annotated_transformer.measure.flops import batch_lengths, training_flops
+from annotated_transformer.measure.reference import TorchTransformer
 from annotated_transformer.model import make_model
-from annotated_transformer.reference import TorchTransformer
-from annotated_transformer.trainer import make_update
+from annotated_transformer.running.trainer import make_update
+from annotated_transformer.speed import choice
 
 
 # --- from book/13_real_world_example.md ---
@@ -125,7 +126,7 @@ def training_step(path: TrainingPath, config, device: str, shapes: int):
     run = MULTI30K_RUN.replace(bf16=path.bf16, compile=path.compile, buckets=shapes)
     # teaching: the plain code, float32 and PyTorch's default Adam
     teaching = path.name == "teaching"
-    fast = speed.FastPaths() if teaching else speed.all_fast_paths(device, run)
+    fast = choice.FastPaths() if teaching else choice.all_fast_paths(device, run)
     if path.loss_chunk is not None and not teaching:
         fast = dataclasses.replace(fast, loss_chunk=path.loss_chunk)
     fast = dataclasses.replace(fast, pack=path.pack)
@@ -133,7 +134,7 @@ def training_step(path: TrainingPath, config, device: str, shapes: int):
         matched = path.name == "torch-matched"
         model = TorchTransformer(config, matched_dropout=matched)
     else:
-        model = make_model(speed.model_config(config, fast))
+        model = make_model(choice.model_config(config, fast))
     update = make_update(model.to(device).train(), config, run, fast)
 
     def step(batch):

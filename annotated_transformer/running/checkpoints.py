@@ -19,16 +19,16 @@ from pathlib import Path
 import psutil
 import torch
 
-from annotated_transformer import speed
 from annotated_transformer.config import RunConfig, TransformerConfig, option
 from annotated_transformer.data import read_vocabulary
-from annotated_transformer.files import (
+from annotated_transformer.model import make_model
+from annotated_transformer.running.files import (
     check_room,
     is_stream,
     size_text,
     write_atomically,
 )
-from annotated_transformer.model import make_model
+from annotated_transformer.speed import choice
 
 
 # --- from book/21_appendix_runs.md ---
@@ -435,7 +435,7 @@ def load_model(
     paths: list[Path], device: str = "cpu", fast=None, fewer_pieces: bool = False
 ):
     """The model (in eval mode, averaged over ``paths``), its vocabulary and the run's
-    settings; with the fast paths ``fast`` (default: ``speed.fast_paths(device)``'s).
+    settings; with the fast paths ``fast`` (default: ``choice.fast_paths(device)``'s).
 
     ``paths`` are checkpoints of one run folder, or a single model file written by
     ``bundle``. The vocabulary must have the model's size; with ``fewer_pieces`` it
@@ -467,8 +467,8 @@ def load_model(
 
         if not bundled:
             check_own_checkpoint(paths[-1], last, recorded, where)
-        fast = fast or speed.fast_paths(device)
-        model = make_model(speed.model_config(config, fast))
+        fast = fast or choice.fast_paths(device)
+        model = make_model(choice.model_config(config, fast))
         # the newest first, then the earlier ones, one at a time
         earlier = (weights(p, f) for p, f in zip(paths[:-1], files[:-1]))
         model.load_state_dict(average_weights(chain([last["model"]], earlier)))
@@ -609,7 +609,7 @@ def bundle_run(
         write_model_file(out, model, sp, settings, result["checkpoints"])
         result["megabytes"] = Path(out).stat().st_size / 2**20
     if ct2 is not None:
-        from annotated_transformer.ct2 import write_ctranslate2
+        from annotated_transformer.speed.ct2 import write_ctranslate2
 
         write_ctranslate2(model, sp, ct2)
     return result

@@ -21,7 +21,9 @@ import torch
 import torch.distributed as dist
 
 from annotated_transformer import data
-from annotated_transformer.checkpoints import (
+from annotated_transformer.config import RunConfig, TransformerConfig, option
+from annotated_transformer.model import make_model
+from annotated_transformer.running.checkpoints import (
     LEFTOVER,
     CheckpointError,
     check_own_checkpoint,
@@ -36,24 +38,22 @@ from annotated_transformer.checkpoints import (
     save_checkpoint,
     step_of,
 )
-from annotated_transformer.config import RunConfig, TransformerConfig, option
-from annotated_transformer.devices import resolve_device
-from annotated_transformer.files import (
+from annotated_transformer.running.devices import resolve_device
+from annotated_transformer.running.files import (
     links_in,
     size_text,
     write_atomically,
     write_error,
 )
-from annotated_transformer.metrics import MetricsLog
-from annotated_transformer.model import make_model
-from annotated_transformer.processes import (
+from annotated_transformer.running.metrics import MetricsLog
+from annotated_transformer.running.processes import (
     Interrupt,
     all_answering,
     all_sum,
     setup_distributed,
     setup_group,
 )
-from annotated_transformer.run_data import (
+from annotated_transformer.running.run_data import (
     Position,
     RunData,
     UpdateStream,

@@ -9,7 +9,7 @@ import functools
 import json
 from importlib import resources
 
-from annotated_transformer.run_folder import ADDED_LATER, AFTER_TRAINING
+from annotated_transformer.running.run_folder import ADDED_LATER, AFTER_TRAINING
 
 BAND_FILE = "default_band.json"  # in the package, beside this module
 

@@ -9,10 +9,12 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from annotated_transformer import corpora, data, speed
+from annotated_transformer import data
 from annotated_transformer.config import RunConfig, TransformerConfig
-from annotated_transformer.flops import training_flops
+from annotated_transformer.measure.flops import training_flops
 from annotated_transformer.optimization import update_batches
+from annotated_transformer.speed import batchers, choice, token_store
+from annotated_transformer.text import corpora
 
 
 @dataclass
@@ -48,7 +50,7 @@ class UpdateStream:
                 f"longest kept pair's {longest}: give --batch-tokens "
                 f"{longest * self.parts} or more, or a lower --max-sentence-tokens"
             )
-        self.batches = speed.batching(
+        self.batches = batchers.batching(
             *self.lengths, self.budget, run.buckets, seed=run.seed, pack=run.pack
         )
         self.epoch, self.plan = -1, []
@@ -155,7 +157,7 @@ def prepare_data(
     vocab_path: Path,
     splits: tuple,
     say=print,
-    token_cache: bool = speed.fast_paths().token_cache,
+    token_cache: bool = choice.fast_paths().token_cache,
 ):
     """The vocabulary (read from ``vocab_path``, else trained in memory) and the pairs
     as token ids, filtered; with ``token_cache`` the training pairs go into the run
@@ -177,7 +179,7 @@ def prepare_data(
             f"{vocab_size}"
         )
     train, train_report = (
-        speed.cached_pairs(vocab_path, sp, train_pairs, run.max_sentence_tokens)
+        token_store.cached_pairs(vocab_path, sp, train_pairs, run.max_sentence_tokens)
         if token_cache
         else data.encode_pairs(sp, train_pairs, run.max_sentence_tokens)
     )

@@ -15,12 +15,10 @@ from dataclasses import dataclass, field
 import torch
 from tqdm import tqdm
 
-from annotated_transformer import data, speed
+from annotated_transformer import data
 from annotated_transformer.config import RunConfig, TransformerConfig
-from annotated_transformer.devices import ThreadChooser, training_threads
-from annotated_transformer.diagnostics import source_alignment
-from annotated_transformer.files import WriteError
-from annotated_transformer.flops import (
+from annotated_transformer.figures.diagnostics import source_alignment
+from annotated_transformer.measure.flops import (
     batch_lengths,
     peak_flops,
     planned_cost,
@@ -32,10 +30,13 @@ from annotated_transformer.optimization import (
     label_smoothed_loss,
     make_optimizer,
 )
-from annotated_transformer.processes import all_sum
-from annotated_transformer.recipes import band_note, stored_band
-from annotated_transformer.run_data import Position, RunData
-from annotated_transformer.run_folder import RunFolder
+from annotated_transformer.running.devices import ThreadChooser, training_threads
+from annotated_transformer.running.files import WriteError
+from annotated_transformer.running.processes import all_sum
+from annotated_transformer.running.recipes import band_note, stored_band
+from annotated_transformer.running.run_data import Position, RunData
+from annotated_transformer.running.run_folder import RunFolder
+from annotated_transformer.speed import batchers, choice
 
 
 # --- from book/12_training_loop.md ---
@@ -153,8 +154,8 @@ def start(model_config: TransformerConfig, run: RunConfig) -> Session:
     """Set up one training process: its run folder and data (appendix B), the model
     and how it is updated. Nothing is trained yet."""
     folder, run_data = RunFolder.open(model_config, run)
-    fast = speed.fast_paths(folder.device, run)  # what the device runs fast
-    config = speed.model_config(model_config, fast)
+    fast = choice.fast_paths(folder.device, run)  # what the device runs fast
+    config = choice.model_config(model_config, fast)
     torch.manual_seed(run.seed)
     model = make_model(config).to(folder.device)
     update = make_update(model, config, run, fast, folder.world)
@@ -179,7 +180,7 @@ class Session:
     config: TransformerConfig
     model: torch.nn.Module  # the weights that checkpoints save
     update: Update  # how one optimizer update is made (chapter 11)
-    fast: speed.FastPaths  # the fast paths it takes (appendix A)
+    fast: choice.FastPaths  # the fast paths it takes (appendix A)
     threads: ThreadChooser  # on a CPU, how many threads an update uses (appendix B)
     peak: float | None = None  # the device's peak FLOP/s, when known
 
@@ -202,7 +203,7 @@ def make_update(
     model,
     config: TransformerConfig,
     run: RunConfig,
-    fast: speed.FastPaths,
+    fast: choice.FastPaths,
     world: int = 1,
 ) -> Update:
     """How ``model`` is trained: Adam with eq. 3, over ``world`` processes, with the
@@ -211,7 +212,7 @@ def make_update(
         model, config.d_model, run.warmup, run.lr_factor, fused=fast.fused_adam
     )
     if fast.pack:  # packed batches: the model that reads their segments (appendix A)
-        model = speed.Packed(model)
+        model = batchers.Packed(model)
     forward = torch.nn.parallel.DistributedDataParallel(model) if world > 1 else model
     plain = Update(
         model=forward,
@@ -221,7 +222,7 @@ def make_update(
         pad=data.PAD,
         world_size=world,
     )
-    return speed.faster(plain, fast)  # compiled, bf16: the same arithmetic, faster
+    return choice.faster(plain, fast)  # compiled, bf16: the same arithmetic, faster
 
 
 def announce(s: Session, at: Position) -> None:

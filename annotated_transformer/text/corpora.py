@@ -16,7 +16,8 @@ import zlib
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from annotated_transformer.data import DataError
+from annotated_transformer.data import DataError, train_vocab, vocab_file
+from annotated_transformer.running.files import write_atomically
 
 
 # --- from book/10_data.md ---
@@ -106,6 +107,22 @@ def read_parquet_pairs(
                 )
             pairs.append(tuple(texts))
     return pairs
+
+
+def train_shared_vocab(
+    pairs: Sequence[tuple[str, str]],
+    vocab_size: int,
+    cache_dir: Path,
+    max_sentences: int = 2_000_000,
+):
+    """The vocabulary of ``pairs``, trained once and cached in ``cache_dir`` under
+    its fingerprint."""
+    import sentencepiece as spm
+
+    path = Path(cache_dir) / vocab_file(pairs, vocab_size, max_sentences)
+    if not path.is_file():
+        write_atomically(path, train_vocab(pairs, vocab_size, max_sentences))
+    return spm.SentencePieceProcessor(model_file=str(path))
 
 
 # --- from book/24_appendix_corpora.md ---

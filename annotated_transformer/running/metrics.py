@@ -8,7 +8,11 @@ import json
 import math
 from pathlib import Path
 
-from annotated_transformer.files import append_line, trim_torn_line, write_atomically
+from annotated_transformer.running.files import (
+    append_line,
+    trim_torn_line,
+    write_atomically,
+)
 
 
 class MetricsLog:

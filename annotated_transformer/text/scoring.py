@@ -10,16 +10,17 @@ import re
 import time
 from pathlib import Path
 
-from annotated_transformer import corpora, speed
-from annotated_transformer.checkpoints import (
+from annotated_transformer.config import PAPER_DECODING, DecodeConfig
+from annotated_transformer.decoding import translate_sentences
+from annotated_transformer.running.checkpoints import (
     available_average,
     average_checkpoints,
     run_weights,
     step_of,
 )
-from annotated_transformer.config import PAPER_DECODING, DecodeConfig
-from annotated_transformer.decoding import translate_sentences
-from annotated_transformer.files import write_atomically
+from annotated_transformer.running.files import write_atomically
+from annotated_transformer.speed import choice
+from annotated_transformer.text import corpora
 
 
 # --- from book/12_training_loop.md ---
@@ -138,7 +139,7 @@ def evaluate(
     """Translate the sources of ``pairs`` and score them: (hypotheses, summary for JSON,
     score objects)."""
     start = time.time()
-    settings = speed.decoding(settings, device)  # the key/value cache
+    settings = choice.decoding(settings, device)  # the key/value cache
     hypotheses = translate_sentences(
         model, sp, [s for s, _ in pairs], device, settings, progress
     )
