@@ -44,8 +44,7 @@ class MultiHeadedAttention(nn.Module):
         self.w_o = nn.Linear(h * self.d_v, d_model)  # W^O
         self.dropout = nn.Dropout(dropout)  # on the weights; off in the paper's model
         self.fused = fused  # PyTorch's fused kernel instead of eq. 1 (the same result)
-        self.keep_attention = False  # True: keep the last weights, e.g. for plotting
-        self.attention_weights = None
+        self.rotary = None  # rotary positions' Rotation (chapter 6), for self-attention
 
     def keys_values(self, key, value):
         """Keys and values projected and split into heads: (batch, h, n_k, d_k) and
@@ -55,9 +54,10 @@ class MultiHeadedAttention(nn.Module):
         v = self.w_v(value).view(batch, -1, self.h, self.d_v).transpose(1, 2)
         return k, v
 
-    def forward(self, query, key, value, mask=None, cache=None):
+    def forward(self, query, key, value, mask=None, cache=None, positions=None):
         # query: (batch, n_q, d_model); key, value: (batch, n_k, d_model)
         # mask: (batch, 1 or n_q, n_k), True = may attend; the same for every head
+        # positions: the queries' positions, read only by rotary attention (chapter 6)
         batch = query.size(0)
         if mask is not None:
             mask = mask.unsqueeze(1)  # (batch, 1, 1 or n_q, n_k): broadcast over heads
@@ -67,11 +67,13 @@ class MultiHeadedAttention(nn.Module):
             k, v = self.keys_values(key, value)
         else:  # decoding one token at a time, with the earlier ones' (chapter 9)
             k, v = cache.keys_values(self, key, value)
-        if self.fused and not self.keep_attention:
+        if self.rotary is not None:  # turned by position; cached keys sit at 0, 1, ...
+            q = self.rotary(q, positions)
+            k = self.rotary(k, positions if cache is None else None)
+        if self.fused:
             p = self.dropout.p if self.training else 0.0
             x = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
         else:
-            x, weights = attention(q, k, v, mask, self.dropout)  # (batch, h, n_q, d_v)
-            self.attention_weights = weights.detach() if self.keep_attention else None
+            x, _ = attention(q, k, v, mask, self.dropout)  # (batch, h, n_q, d_v)
         x = x.transpose(1, 2).reshape(batch, -1, self.h * self.d_v)  # concatenated
         return self.w_o(x)  # (batch, n_q, d_model)

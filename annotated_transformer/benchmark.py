@@ -26,12 +26,9 @@ from tqdm import tqdm
 
 from annotated_transformer import data
 from annotated_transformer.cli import (
-    add_bf16_option,
-    add_data_dir_option,
     add_decoding_options,
-    add_device_option,
     add_progress_option,
-    add_threads_option,
+    add_setting_option,
     add_weights_options,
     check_writable,
     command,
@@ -110,10 +107,10 @@ def benchmark_training(args) -> dict:
     model_config, run = RUN_PRESETS[args.preset]
     device = devices.resolve_device(args.device)
     corpus, split = args.corpus or run.corpus, args.split or run.train_split
-    if corpus == "wmt14" and split == "train" and not args.split:
-        # the 10,000-pair sample holds the length distribution; the full corpus is 4.5M
-        # pairs
-        split = "sample"
+    if split == "train" and not args.split:
+        # a sample holds the length distribution (WMT14's 10,000 pairs: its full
+        # training data is 4.5M pairs)
+        split = corpora.CORPORA[corpus].sample or split
     batch_tokens = args.batch_tokens or run.batch_tokens
     # with fixed shapes, each one is met before the timing
     warmup = max(args.warmup_steps, args.buckets)
@@ -252,13 +249,11 @@ def _train_options(modes) -> argparse.ArgumentParser:
         choices=["multi30k", "base", "big"],
         help="model and default batch size (default: %(default)s)",
     )
-    train.add_argument(
-        "--batch-tokens",
-        "--max-tokens",
-        type=int,
-        metavar="N",
-        help="tokens per update (default: the preset's: 2,200 for multi30k, 25,000 for "
-        "base and big)",
+    add_setting_option(
+        train,
+        "batch_tokens",
+        None,
+        shown="the preset's: 2,200 for multi30k, 25,000 for base and big",
     )
     train.add_argument(
         "--steps",
@@ -272,7 +267,8 @@ def _train_options(modes) -> argparse.ArgumentParser:
         type=int,
         default=3,
         metavar="N",
-        help="untimed updates first (default: %(default)s; more with --compile)",
+        help="untimed updates first (default: %(default)s; with --buckets N at least "
+        "N, one of each shape; more with --compile)",
     )
     add_path_options(train)
     add_batch_options(train)
@@ -287,29 +283,18 @@ def add_path_options(train) -> None:
         default=list(PATHS),
         choices=list(PATHS),
         metavar="PATH",
-        help="implementations: " + "; ".join(f"{k}: {v}" for k, v in PATHS.items()),
+        help="implementations: "
+        + "; ".join(f"{k}: {v}" for k, v in PATHS.items())
+        + " (--pack times our model's paths only)",
     )
-    train.add_argument(
-        "--compile",
-        action=argparse.BooleanOptionalAction,
-        default=False,
-        help="also time the fast path under torch.compile (default: off)",
+    # training's own options, with training's meaning
+    add_setting_option(
+        train,
+        "compile",
+        shown="False; with --compile the fast path is timed both compiled and eager",
     )
-    train.add_argument(
-        "--buckets",
-        type=int,
-        default=0,
-        metavar="N",
-        help="batches in at most N fixed shapes, as training's --buckets (default: 0, "
-        "each batch its own shape); the untimed updates then hold every shape",
-    )
-    train.add_argument(
-        "--pack",
-        action=argparse.BooleanOptionalAction,
-        default=False,
-        help="pack several sentences into each row of batches of one shape, as "
-        "training's --pack (our model's paths only; not with --buckets; default: off)",
-    )
+    add_setting_option(train, "buckets")
+    add_setting_option(train, "pack")
     train.add_argument(
         "--loss-chunk",
         type=int,
@@ -317,16 +302,16 @@ def add_path_options(train) -> None:
         help="the loss N target positions at a time, 0 all at once (default: as "
         f"training on the device: {choice.LOSS_CHUNK:,} on a GPU, 0 on the CPU)",
     )
-    add_bf16_option(train)
+    add_setting_option(train, "bf16")
 
 
 def add_batch_options(train) -> None:
     """Where ``benchmark train`` takes its batches from, and the profile."""
-    train.add_argument(
-        "--corpus",
-        choices=["multi30k", "wmt14"],
-        help="where the batches come from (default: the preset's corpus; for wmt14 its "
-        "10,000-pair sample)",
+    add_setting_option(
+        train,
+        "corpus",
+        None,
+        shown="the preset's, and its sample where it has one: WMT14's 10,000 pairs",
     )
     train.add_argument(
         "--split",
@@ -498,7 +483,8 @@ def _data_options(modes) -> argparse.ArgumentParser:
         type=int,
         default=2,
         metavar="N",
-        help="processes that map the cache at the same time (default: %(default)s)",
+        help="processes that map the cache at the same time, each planning updates of "
+        "--batch-tokens as a run of one process does (default: %(default)s)",
     )
     add_data_batch_options(mode)
     mode.add_argument(
@@ -513,22 +499,10 @@ def _data_options(modes) -> argparse.ArgumentParser:
 
 
 def add_data_batch_options(mode) -> None:
-    """The batches ``benchmark data`` assembles, and the vocabulary it encodes with."""
-    mode.add_argument(
-        "--batch-tokens",
-        type=int,
-        default=25_000,
-        metavar="N",
-        help="tokens per batch (default: %(default)s, §5.1)",
-    )
-    mode.add_argument(
-        "--buckets",
-        type=int,
-        default=8,
-        metavar="N",
-        help="fixed batch shapes, as training's --buckets; 0: sorted by length "
-        "(default: %(default)s)",
-    )
+    """The batches ``benchmark data`` assembles, and the vocabulary it encodes with:
+    training's settings, at the paper's batch and eight shapes."""
+    add_setting_option(mode, "batch_tokens", 25_000)
+    add_setting_option(mode, "buckets", 8)
     mode.add_argument(
         "--batches",
         type=int,
@@ -536,13 +510,7 @@ def add_data_batch_options(mode) -> None:
         metavar="N",
         help="batches each process assembles for the rate (default: %(default)s)",
     )
-    mode.add_argument(
-        "--vocab-size",
-        type=int,
-        default=8000,
-        metavar="N",
-        help="vocabulary trained on the sample (default: %(default)s)",
-    )
+    add_setting_option(mode, "vocab_size", 8000, shown="8000, trained on the sample")
 
 
 def first_updates(run: Path, args, threads: int) -> dict:
@@ -846,7 +814,7 @@ def decoding_model(args, work: Path) -> tuple[Path, object, str]:
 
     if args.random_weights:
         model_config, run = RUN_PRESETS[args.random_weights]
-        split = "sample" if run.corpus == "wmt14" else run.train_split
+        split = corpora.CORPORA[run.corpus].sample or run.train_split
         pairs = corpora.load_pairs(run.corpus, split, "en", "de", args.data_dir)
         pieces = min(model_config.vocab_size, 8000)
         sp = corpora.train_shared_vocab(pairs, pieces, VOCABULARIES)
@@ -858,7 +826,7 @@ def decoding_model(args, work: Path) -> tuple[Path, object, str]:
         )
     else:
         model, sp, settings, paths = load_run_model(
-            args.run, args.checkpoint, args.average
+            Path(args.run), args.checkpoint, args.average
         )
         what = (
             f"{paths[-1].parent.parent if not args.checkpoint else paths[0]} "
@@ -881,6 +849,8 @@ def benchmark_decoding(args) -> dict:
     from annotated_transformer.text.scoring import TEST_SET_ALIASES, TEST_SETS
 
     device = devices.resolve_device(args.device)
+    # every engine decodes with the count translate would take (--threads 0: chosen)
+    devices.decoding_threads(device, args.threads)
     corpus, split = TEST_SETS[TEST_SET_ALIASES.get(args.test_set, args.test_set)]
     pairs = corpora.load_pairs(corpus, split, "en", "de", args.data_dir)[
         : args.limit or None
@@ -894,7 +864,7 @@ def benchmark_decoding(args) -> dict:
             (engine, beam): {
                 "engine": engine,
                 "settings": asdict(decoding_from_args(args, beam)),
-                "threads": args.threads,
+                "threads": torch.get_num_threads(),
                 "device": device,
                 "model_file": str(model_file),
                 "vocabulary": str(work / "vocabulary.model"),
@@ -1138,7 +1108,9 @@ def _decode_options(modes) -> argparse.ArgumentParser:
 
 def add_decode_timing_options(decode) -> None:
     """How ``benchmark decode`` times each engine: threads, passes, profile, steps."""
-    add_threads_option(decode, torch.get_num_threads(), "threads per engine")
+    # each engine's, in its own process: PyTorch's count unless --threads says
+    pytorch = torch.get_num_threads()
+    add_setting_option(decode, "threads", pytorch, shown=f"{pytorch}, PyTorch's count")
     decode.add_argument(
         "--repeat",
         type=int,
@@ -1219,10 +1191,10 @@ def build_parser() -> argparse.ArgumentParser:
         _threads_options(modes),
     )
     for mode in (train, decode, feed, threads):
-        add_data_dir_option(mode)
+        add_setting_option(mode, "data_dir")
         add_progress_option(mode)
         if mode is not threads:  # the default run: on the CPU
-            add_device_option(mode)
+            add_setting_option(mode, "device")
     for mode in (train, decode, cache, feed, threads):
         mode.add_argument(
             "--output",
@@ -1245,7 +1217,6 @@ def check_arguments(args: argparse.Namespace) -> None:
         "src_len",
         "repeat",
         "eval_batch_tokens",
-        "threads",
         "pairs",
         "processes",
         "batches",
@@ -1255,7 +1226,7 @@ def check_arguments(args: argparse.Namespace) -> None:
         "step_batches",
     )
     for name, least in [(name, 1) for name in names] + [
-        (name, 0) for name in ("limit", "warmup_steps", "buckets")
+        (name, 0) for name in ("limit", "warmup_steps", "buckets", "threads")
     ]:
         value = getattr(args, name, None)
         for v in value if isinstance(value, list) else [value]:

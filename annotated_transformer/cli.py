@@ -5,6 +5,7 @@
 status, not a traceback; options that mean the same in every command, defined once."""
 
 import argparse
+import dataclasses
 import functools
 import importlib
 import io
@@ -13,6 +14,7 @@ import re
 import signal
 import sys
 import tempfile
+import typing
 import warnings
 from dataclasses import fields
 from pathlib import Path
@@ -20,17 +22,20 @@ from pathlib import Path
 import torch
 
 from annotated_transformer.config import (
-    DECODE_HELP,
+    INITIALIZATIONS,
     OPTION_ALIASES,
     PAPER_DECODING,
-    RUN_PRESETS,
+    POSITIONAL_KINDS,
     DecodeConfig,
+    RunConfig,
+    TransformerConfig,
     option,
 )
 from annotated_transformer.data import DataError
 from annotated_transformer.running import devices
 from annotated_transformer.running.checkpoints import CheckpointError, load_run_model
 from annotated_transformer.running.files import WriteError, is_stream, nearest_folder
+from annotated_transformer.text import corpora
 
 # 130 = 128 + SIGINT, what shells report for a program stopped by Ctrl-C.
 BAD_INPUT, INTERRUPTED = 2, 130
@@ -197,58 +202,102 @@ def command_parser(name: str, description: str, **options) -> CommandParser:
     )
 
 
-def add_device_option(parser) -> None:
-    parser.add_argument(
-        "--device",
-        default="auto",
-        metavar="DEVICE",
-        help="cpu, cuda, cuda:N or auto (default: %(default)s)",
+# Every setting by its field's name: the model's, the run's and the decoding's.
+SETTINGS = {
+    f.name: f
+    for config in (DecodeConfig, RunConfig, TransformerConfig)
+    for f in dataclasses.fields(config)
+}
+# What --help calls a setting's value (by default N for a count, X for a number).
+METAVARS = {
+    "out_dir": "DIR",
+    "data_dir": "DIR",
+    "device": "DEVICE",
+    "src_lang": "LANG",
+    "tgt_lang": "LANG",
+    "train_split": "SPLIT",
+    "valid_split": "SPLIT",
+    "test_split": "SPLIT",
+    "beam_size": "K",
+}
+# The settings that take one of a few names.
+CHOICES = {
+    "corpus": list(corpora.CORPORA),
+    "positional": list(POSITIONAL_KINDS),
+    "init": list(INITIALIZATIONS),
+}
+
+
+def value_type(f: dataclasses.Field) -> tuple[type, bool]:
+    """The type a field's values have, and whether it may be None: ``int | None``
+    gives ``(int, True)``."""
+    members = typing.get_args(f.type) or (f.type,)
+    return next(m for m in members if m is not type(None)), type(None) in members
+
+
+@dataclasses.dataclass(frozen=True)
+class SettingValue:
+    """Reads a value of the setting ``name`` from the command line, as its field's
+    type; a setting that may be None also takes ``none``."""
+
+    name: str
+
+    def __call__(self, text: str):
+        base, optional = value_type(SETTINGS[self.name])
+        if optional and text.lower() == "none":
+            return None
+        try:
+            return base(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expected {base.__name__}, got {text!r}"
+            ) from None
+
+
+def default_text(value) -> str:
+    """A default as ``--help`` shows it, an empty text and None as typed."""
+    return "empty" if value == "" else "none" if value is None else repr(value)
+
+
+def add_setting_option(group, name: str, default=..., shown=None, **more):
+    """The option of the setting ``name`` (a field of the model, run or decoding
+    configuration), for every command that takes it: its names, help, type, choices
+    and metavar come from the field. ``default`` is its value when the option is left
+    out (``...``: the field's own), which ``--help`` shows unless ``shown`` says it in
+    words; ``more`` passes ``nargs`` or another ``dest``."""
+    f = SETTINGS[name]
+    default = f.default if default is ... else default
+    names = [option(name), *OPTION_ALIASES.get(name, ())]
+    shown = default_text(default) if shown is None else shown
+    more = {"dest": name, "default": default, **more}
+    more["help"] = f"{f.metadata['help']} (default: {shown})"
+    base, _ = value_type(f)
+    if base is bool:
+        return group.add_argument(*names, action=argparse.BooleanOptionalAction, **more)
+    metavar = METAVARS.get(name, {int: "N", float: "X"}.get(base, "TEXT"))
+    return group.add_argument(
+        *names,
+        type=SettingValue(name),
+        choices=CHOICES.get(name),
+        metavar=None if name in CHOICES else metavar,
+        **more,
     )
 
 
-def add_threads_option(parser, default: int = 0, what: str = "CPU threads") -> None:
-    """``--threads``; by default 0, the cores no other program keeps busy."""
-    shown = (
-        "0, the cores no other program keeps busy; OMP_NUM_THREADS also fixes the count"
-        if default == 0
-        else default
-    )
-    parser.add_argument(
-        "--threads",
-        type=int,
-        default=default,
-        metavar="N",
-        help=f"{what} (default: {shown})",
-    )
-
-
-def add_data_dir_option(
-    parser, what: str = "data directory", default: str = ""
-) -> None:
-    """``--data-dir``: where the corpora are read from."""
-    default = default or "$AT_DATA_DIR, else the download cache"
-    parser.add_argument(
-        "--data-dir", type=Path, metavar="DIR", help=f"{what} (default: {default})"
-    )
-
-
-def add_bf16_option(parser) -> None:
-    parser.add_argument(
-        "--bf16",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="bf16 autocast on GPUs (default: on)",
-    )
+def add_run_option(parser, default: str = ...) -> None:
+    """``--run``, the run folder: ``train`` writes it (the ``out_dir`` setting), and
+    the other commands read it as ``args.run``."""
+    add_setting_option(parser, "out_dir", default, dest="run")
 
 
 def add_average_option(parser) -> None:
-    parser.add_argument(
-        "--average",
-        type=int,
-        metavar="N",
-        help="average the weights of the run's last N checkpoints (default: the run's "
-        "own setting, as the main job did: 5 for the multi30k and base presets, 20 for "
-        "big)",
+    """``--average`` for a command that reads a run: by default the run's own."""
+    add_setting_option(
+        parser,
+        "average",
+        None,
+        shown="the run's own setting, the one its training scored with: 5 for the "
+        "multi30k and base presets, 20 for big",
     )
 
 
@@ -259,19 +308,6 @@ def add_progress_option(parser) -> None:
         default=True,
         help="progress bars on standard error, or plain lines with --no-progress "
         "(default: on)",
-    )
-
-
-def add_run_option(parser, default: str = RUN_PRESETS["multi30k"][1].out_dir) -> None:
-    """``--run``, the run folder: ``train`` writes it (there it is the ``out_dir``
-    setting), the others read it."""
-    parser.add_argument(
-        "--run",
-        "--out-dir",
-        type=Path,
-        default=Path(default),
-        metavar="DIR",
-        help="run folder written by annotated_transformer.train (default: %(default)s)",
     )
 
 
@@ -319,39 +355,25 @@ def add_weights_options(group) -> None:
     add_average_option(group)
 
 
-# the type and metavar of each decoding option
-DECODE_OPTIONS = {
-    "beam_size": (int, "K"),
-    "alpha": (float, "X"),
-    "max_extra": (int, "N"),
-    "eval_batch_tokens": (int, "N"),
-}
+# the decoding settings a command may set (the cache is the commands' own choice)
+DECODE_OPTIONS = ("beam_size", "alpha", "max_extra", "eval_batch_tokens")
 
 
 def add_decoding_options(
     group,
     defaults: DecodeConfig = PAPER_DECODING,
-    names=tuple(DECODE_OPTIONS),
+    names=DECODE_OPTIONS,
     several_beams: bool = False,
 ) -> None:
-    """Options for the ``names`` of ``DecodeConfig``'s fields, under the names (and
-    aliases) of ``train``'s settings, with its help; ``several_beams``: --beam-size
-    takes a list of sizes (default: 1 and the beam)."""
+    """Options for the ``names`` of ``DecodeConfig``'s fields, with ``defaults``'
+    values; ``several_beams``: --beam-size takes a list of sizes (default: 1 and the
+    beam)."""
     for name in names:
-        kind, metavar = DECODE_OPTIONS[name]
         default, more = getattr(defaults, name), {}
         if name == "beam_size" and several_beams:
             default, more = [1, default], {"nargs": "+"}
-        group.add_argument(
-            option(name),
-            *OPTION_ALIASES.get(name, ()),
-            type=kind,
-            default=default,
-            metavar=metavar,
-            help=f"{DECODE_HELP[name]} (default: "
-            f"{' '.join(map(str, default)) if more else default})",
-            **more,
-        )
+            more["shown"] = " ".join(map(str, default))
+        add_setting_option(group, name, default, **more)
 
 
 def decoding_from_args(args, beam_size: int | None = None) -> DecodeConfig:
@@ -375,8 +397,8 @@ def add_model_arguments(parser: argparse.ArgumentParser, batches: bool = True) -
     add_decoding_options(
         group, names=[n for n in DECODE_OPTIONS if batches or n != "eval_batch_tokens"]
     )
-    add_device_option(group)
-    add_threads_option(group)
+    add_setting_option(group, "device")
+    add_setting_option(group, "threads")
     add_progress_option(group)
 
 
@@ -395,7 +417,7 @@ def model_from_args(args):
         )
     devices.decoding_threads(device, args.threads)
     model, sp, settings, paths = load_run_model(
-        args.run, args.checkpoint, args.average, device
+        Path(args.run), args.checkpoint, args.average, device
     )
     return model, sp, settings, paths, device
 

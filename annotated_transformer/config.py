@@ -10,6 +10,8 @@ import os
 import re
 from dataclasses import asdict, dataclass, field, fields, replace
 
+from annotated_transformer.positional import POSITIONAL
+
 
 # --- from book/07_full_model.md ---
 def setting(default, help: str):
@@ -39,6 +41,12 @@ def checked_replace(config, **changes):
     return replace(config, **changes)
 
 
+# The values a named setting may take, listed once: the checks below and the command
+# line's choices both read them from here.
+POSITIONAL_KINDS = tuple(POSITIONAL)  # chapter 6's kinds of positions
+INITIALIZATIONS = ("pytorch", "xavier")
+
+
 @dataclass(frozen=True)
 class TransformerConfig:
     """Every knob of Table 3, plus vocabulary, norm placement and optional extras."""
@@ -60,7 +68,9 @@ class TransformerConfig:
     )
     label_smoothing: float = setting(0.1, "ε_ls, label smoothing (§5.4)")
     positional: str = setting(
-        "sinusoidal", "sinusoidal (§3.5) or learned (Table 3 row E)"
+        "sinusoidal",
+        f"the kind of positions (chapter 6): {', '.join(POSITIONAL_KINDS)}; "
+        "the paper's are sinusoidal (§3.5)",
     )
     norm_first: bool = setting(False, "false: post-norm, the paper's; true: pre-norm")
     tie_embeddings: bool = setting(
@@ -120,12 +130,12 @@ def check_model_config(config: TransformerConfig) -> None:
         value = getattr(config, name)
         if not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
             raise ValueError(f"{option(name)} must be in [0, 1), got {value!r}")
-    if config.positional not in ("sinusoidal", "learned"):
-        raise ValueError(
-            f"--positional must be 'sinusoidal' or 'learned', got {config.positional!r}"
-        )
-    if config.init not in ("pytorch", "xavier"):
-        raise ValueError(f"--init must be 'pytorch' or 'xavier', got {config.init!r}")
+    for name, kinds in (("positional", POSITIONAL_KINDS), ("init", INITIALIZATIONS)):
+        if getattr(config, name) not in kinds:
+            raise ValueError(
+                f"{option(name)} must be one of {', '.join(kinds)}, got "
+                f"{getattr(config, name)!r}"
+            )
     if config.positional == "sinusoidal" and config.d_model % 2:
         raise ValueError(
             f"sinusoidal positions need an even --d-model, got {config.d_model}"
@@ -235,8 +245,8 @@ class RunConfig:
 
     corpus: str = setting(
         "multi30k",
-        "multi30k, wmt14, europarl, figure (Europarl with more parliament, news and "
-        "TED text), or text (files SPLIT.LANG in the data directory)",
+        "the corpus to read, as appendix E's table describes it (text: files "
+        "SPLIT.LANG in the data directory)",
     )
     src_lang: str = setting("en", "source language")
     tgt_lang: str = setting("de", "target language")
@@ -285,8 +295,9 @@ class RunConfig:
     device: str = setting("auto", "cpu, cuda, cuda:N, or auto (cuda when there is one)")
     threads: int = setting(
         0,
-        "CPU threads (0: PyTorch's default and fewer are timed on a few updates, "
-        "and the fastest is kept; OMP_NUM_THREADS also fixes the count)",
+        "CPU threads (0: chosen for this machine: training times a few counts on "
+        "its first updates and keeps the fastest, translating takes the cores no "
+        "other program keeps busy; OMP_NUM_THREADS also fixes the count)",
     )
     bf16: bool = setting(True, "bf16 autocast on GPUs (CPUs always train in fp32)")
     compile: bool = setting(
@@ -311,8 +322,8 @@ class RunConfig:
     )
     average: int = setting(
         1,
-        "translate the test split with the mean weights of the last N checkpoints "
-        "(§6.1)",
+        "translate with the mean weights of the run's last N checkpoints (§6.1; 1: "
+        "its final weights alone)",
     )
     # How the test split is translated: DecodeConfig's fields, defaults and help.
     beam_size: int = setting(DecodeConfig.beam_size, DECODE_HELP["beam_size"])

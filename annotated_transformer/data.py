@@ -4,6 +4,7 @@
 """Data (§5.1): the reserved token ids and batches with masks, the shared SentencePiece
 vocabulary, and batches by token count; the text itself is read by ``corpora``."""
 
+import dataclasses
 import hashlib
 import io
 import random
@@ -29,6 +30,11 @@ class Batch:
     src_mask: torch.Tensor  # (batch, 1, src_len), True = real token
     tgt_mask: torch.Tensor  # (batch, tgt_len, tgt_len): True = real, not in the future
     n_tokens: int  # non-padding target tokens: what the loss is averaged over
+    # Several sentences to a row (packed, appendix A) also need to say which source
+    # tokens each target token may see and where each token stands: by default the
+    # source mask, and positions 0, 1, 2, ... in every row.
+    memory_mask: torch.Tensor | None = None  # (batch, tgt_len, src_len)
+    positions: tuple | None = None  # (source, target) positions, each (batch, len)
 
     @classmethod
     def from_tensors(cls, src: torch.Tensor, tgt: torch.Tensor, pad: int) -> "Batch":
@@ -46,21 +52,17 @@ class Batch:
     def to(self, device) -> "Batch":
         # to a GPU through pinned memory, so that the CPU need not wait for the copy
         gpu = torch.device(device).type == "cuda"
-        return Batch(
-            *(
-                (t.pin_memory() if gpu and t.device.type == "cpu" else t).to(
-                    device, non_blocking=gpu
-                )
-                for t in (
-                    self.src,
-                    self.tgt_in,
-                    self.tgt_out,
-                    self.src_mask,
-                    self.tgt_mask,
-                )
-            ),
-            self.n_tokens,
-        )
+
+        def moved(t):
+            if isinstance(t, tuple):
+                return tuple(moved(part) for part in t)
+            if not isinstance(t, torch.Tensor):
+                return t  # a count, or a part the batch does not have
+            pinned = t.pin_memory() if gpu and t.device.type == "cpu" else t
+            return pinned.to(device, non_blocking=gpu)
+
+        fields = dataclasses.fields(self)
+        return Batch(**{f.name: moved(getattr(self, f.name)) for f in fields})
 
 
 # --- from book/10_data.md ---

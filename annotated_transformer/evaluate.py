@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 from annotated_transformer.cli import (
-    add_data_dir_option,
     add_model_arguments,
+    add_setting_option,
     check_writable,
     command,
     command_parser,
@@ -53,9 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
         f"({', '.join(TEST_SET_ALIASES)}); default: the test split of the run's corpus "
         "(multi30k-test2016 for Multi30k, newstest2014 for WMT14)",
     )
-    add_data_dir_option(
-        parser, default="the run's, else $AT_DATA_DIR or the download cache"
-    )
+    add_setting_option(parser, "data_dir", None, shown="the run's own")
     parser.add_argument(
         "--limit",
         type=int,
@@ -76,7 +74,9 @@ def scored_pairs(args, run) -> tuple[str, list]:
     name = test_set or next(
         (k for k, v in TEST_SETS.items() if v == corpus_split), "-".join(corpus_split)
     )
-    data_dir = args.data_dir or (Path(run.data_dir) if run.data_dir else None)
+    data_dir = args.data_dir
+    if data_dir is None:  # not given: the run's own
+        data_dir = Path(run.data_dir) if run.data_dir else None
     try:
         pairs = corpora.load_pairs(*corpus_split, run.src_lang, run.tgt_lang, data_dir)
     except corpora.DataError as error:

@@ -53,9 +53,12 @@ class EncoderLayer(nn.Module):
         self.feed_forward = feed_forward
         self.sublayers = clones(SublayerConnection(d_model, dropout, norm_first), 2)
 
-    def forward(self, x, mask):
+    def forward(self, x, mask, positions=None):
         # x: (batch, src_len, d_model); mask: (batch, 1, src_len), True = real token
-        x = self.sublayers[0](x, lambda y: self.self_attn(y, y, y, mask))
+        # positions: the tokens' positions, for attention that reads them (chapter 6)
+        x = self.sublayers[0](
+            x, lambda y: self.self_attn(y, y, y, mask, None, positions)
+        )
         return self.sublayers[1](x, self.feed_forward)
 
 
@@ -67,9 +70,9 @@ class Encoder(nn.Module):
         self.layers = clones(layer, n)
         self.norm = nn.LayerNorm(layer.d_model) if norm_first else nn.Identity()
 
-    def forward(self, x, mask):
+    def forward(self, x, mask, positions=None):
         for layer in self.layers:
-            x = layer(x, mask)
+            x = layer(x, mask, positions)
         return self.norm(x)
 
 
@@ -92,14 +95,14 @@ class DecoderLayer(nn.Module):
         self.feed_forward = feed_forward
         self.sublayers = clones(SublayerConnection(d_model, dropout, norm_first), 3)
 
-    def forward(self, x, memory, src_mask, tgt_mask, cache=None):
+    def forward(self, x, memory, src_mask, tgt_mask, cache=None, positions=None):
         # x: (batch, tgt_len, d_model); memory: (batch, src_len, d_model)
         # src_mask: (batch, 1, src_len); tgt_mask: (batch, tgt_len, tgt_len)
         # cache: None, or when decoding one token at a time (the attention and decoding
         # chapters), this layer's (self-attention, encoder-decoder attention) caches
         self_cache, src_cache = cache if cache is not None else (None, None)
         x = self.sublayers[0](
-            x, lambda y: self.self_attn(y, y, y, tgt_mask, self_cache)
+            x, lambda y: self.self_attn(y, y, y, tgt_mask, self_cache, positions)
         )
         x = self.sublayers[1](
             x, lambda y: self.src_attn(y, memory, memory, src_mask, src_cache)
@@ -115,11 +118,10 @@ class Decoder(nn.Module):
         self.layers = clones(layer, n)
         self.norm = nn.LayerNorm(layer.d_model) if norm_first else nn.Identity()
 
-    def forward(self, x, memory, src_mask, tgt_mask, cache=None):
+    def forward(self, x, memory, src_mask, tgt_mask, cache=None, positions=None):
         for i, layer in enumerate(self.layers):
-            x = layer(
-                x, memory, src_mask, tgt_mask, None if cache is None else cache[i]
-            )
+            layer_cache = None if cache is None else cache[i]
+            x = layer(x, memory, src_mask, tgt_mask, layer_cache, positions)
         return self.norm(x)
 
 

@@ -17,10 +17,7 @@ from annotated_transformer.layers import (
     EncoderLayer,
     PositionwiseFeedForward,
 )
-from annotated_transformer.positional import (
-    LearnedPositionalEmbedding,
-    PositionalEncoding,
-)
+from annotated_transformer.positional import POSITIONAL, Rotation, token_positions
 
 
 # --- from book/02_architecture.md ---
@@ -35,24 +32,30 @@ class EncoderDecoder(nn.Module):
         self.tgt_embed = tgt_embed
         self.generator = generator
 
-    def forward(self, src, tgt, src_mask, tgt_mask):
+    def forward(self, src, tgt, src_mask, tgt_mask, memory_mask=None, positions=None):
         """Decoder states for every target position: apply ``generator`` to them for the
-        next-token probabilities."""
-        return self.decode(self.encode(src, src_mask), src_mask, tgt, tgt_mask)
+        next-token probabilities. ``memory_mask`` (which source tokens each target token
+        may attend to) is ``src_mask`` unless given, and ``positions``, the source's and
+        the target's token positions, are 0, 1, 2, ... unless given."""
+        src_pos, tgt_pos = (None, None) if positions is None else positions
+        memory = self.encode(src, src_mask, src_pos)
+        memory_mask = src_mask if memory_mask is None else memory_mask
+        return self.decode(memory, memory_mask, tgt, tgt_mask, positions=tgt_pos)
 
-    def encode(self, src, src_mask):
+    def encode(self, src, src_mask, positions=None):
         # src: (batch, src_len) token ids -> memory z: (batch, src_len, d_model)
-        return self.encoder(self.src_embed(src), src_mask)
+        embed, position = self.src_embed  # the scaled embedding, then the positions
+        return self.encoder(position(embed(src), positions), src_mask, positions)
 
-    def decode(self, memory, src_mask, tgt, tgt_mask, cache=None):
+    def decode(self, memory, src_mask, tgt, tgt_mask, cache=None, positions=None):
         # tgt: (batch, tgt_len) token ids -> (batch, tgt_len, d_model)
-        if cache is None:
-            x = self.tgt_embed(tgt)
-        else:  # incremental: earlier positions are cached, only the newest is computed
-            embed, positions = self.tgt_embed
-            x = positions(embed(tgt[:, -1:]), start=tgt.size(1) - 1)
-            # x: (batch, 1, d_model)
-        return self.decoder(x, memory, src_mask, tgt_mask, cache)
+        embed, position = self.tgt_embed
+        if cache is not None:  # incremental: only the newest token is computed
+            step = tgt.size(1) - 1
+            positions = token_positions(1, position.max_len, step, tgt.device)
+            tgt = tgt[:, -1:]  # (batch, 1)
+        x = position(embed(tgt), positions)
+        return self.decoder(x, memory, src_mask, tgt_mask, cache, positions)
 
 
 class Generator(nn.Module):
@@ -78,27 +81,30 @@ def make_model(config: TransformerConfig) -> EncoderDecoder:
             c.n_heads, c.d_model, c.attention_dropout, d_k, d_v, c.fused_attention
         )
 
+    def self_attn():  # rotary positions turn self-attention's queries and keys
+        a = attn()
+        if c.positional == "rotary":
+            a.rotary = Rotation(d_k)
+        return a
+
     def ffn():
         return PositionwiseFeedForward(c.d_model, c.d_ff)
 
     def positions():
-        cls = (
-            PositionalEncoding
-            if c.positional == "sinusoidal"
-            else LearnedPositionalEmbedding
-        )
-        return cls(c.d_model, c.dropout, c.max_len)
+        return POSITIONAL[c.positional](c.d_model, c.dropout, c.max_len)
 
     src_embed = Embeddings(c.vocab_size, c.d_model)
     tgt_embed = src_embed if c.tie_embeddings else Embeddings(c.vocab_size, c.d_model)
     model = EncoderDecoder(
         Encoder(
-            EncoderLayer(c.d_model, attn(), ffn(), c.dropout, c.norm_first),
+            EncoderLayer(c.d_model, self_attn(), ffn(), c.dropout, c.norm_first),
             c.n_layers,
             c.norm_first,
         ),
         Decoder(
-            DecoderLayer(c.d_model, attn(), attn(), ffn(), c.dropout, c.norm_first),
+            DecoderLayer(
+                c.d_model, self_attn(), attn(), ffn(), c.dropout, c.norm_first
+            ),
             c.n_layers,
             c.norm_first,
         ),

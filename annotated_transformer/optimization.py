@@ -72,7 +72,14 @@ def batch_loss(
     ``model`` may be wrapped (for several processes, or compiled): its generator is
     read from the model inside."""
     generator = getattr(model, "module", model).generator
-    states = model(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask)
+    states = model(
+        batch.src,
+        batch.tgt_in,
+        batch.src_mask,
+        batch.tgt_mask,
+        batch.memory_mask,  # None but for packed batches (appendix A)
+        batch.positions,
+    )
     if hasattr(loss_function, "from_states"):  # it projects the states itself
         return loss_function.from_states(
             generator.proj, states, batch.tgt_out, pad, label_smoothing

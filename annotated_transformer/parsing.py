@@ -20,11 +20,10 @@ from pathlib import Path
 from annotated_transformer import data
 from annotated_transformer.cli import (
     INTERRUPTED,
-    add_data_dir_option,
     add_decoding_options,
-    add_device_option,
     add_progress_option,
     add_run_option,
+    add_setting_option,
     command,
     command_parser,
     decoding_from_args,
@@ -575,16 +574,11 @@ def build_parser() -> argparse.ArgumentParser:
         "trees, split by file), then parse the held-out files (beam 21 and alpha 0.3 "
         "as in the paper, up to input length + 300 tokens, each output kept to a tree "
         "of its sentence), repair what is still ill-formed and report labeled bracket "
-        "F1 (evalb conventions). Resumes an interrupted run.",
+        "F1 (evalb conventions). The treebank is ptb/treebank.zip in the data "
+        "directory, downloaded there when it is missing. Resumes an interrupted run.",
     )
     add_run_option(parser, PARSING_RUN.out_dir)
-    parser.add_argument(
-        "--max-steps",
-        type=int,
-        default=PARSING_RUN.max_steps,
-        metavar="N",
-        help="updates to train (default: %(default)s)",
-    )
+    add_setting_option(parser, "max_steps", PARSING_RUN.max_steps)
     parser.add_argument(
         "--split",
         choices=["test", "valid"],
@@ -629,8 +623,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="train on the first F of the training trees, 0 < F <= 1 (default: "
         "%(default)s)",
     )
-    add_data_dir_option(parser, "folder with ptb/treebank.zip")
-    add_device_option(parser)
+    add_setting_option(parser, "data_dir")
+    add_setting_option(parser, "device")
     add_progress_option(parser)
     return parser
 
@@ -645,19 +639,20 @@ def prepare_corpus(args: argparse.Namespace):
         raise ValueError(
             f"--train-fraction must be above 0 and at most 1, got {args.train_fraction}"
         )
-    check_run_folder(args.run)  # a folder it did not make is refused before any write
+    folder = Path(args.run)
+    check_run_folder(folder)  # a folder it did not make is refused before any write
     devices.resolve_device(args.device)  # refused before the corpus is written
     corpus = {"leaves": args.leaves, "train_fraction": args.train_fraction}
-    settings = args.run / "parsing.json"
+    settings = folder / "parsing.json"
     if settings.is_file() and read_json(settings, PARSING_REMEDY) != corpus:
         raise ValueError(
-            f"{args.run} was trained on the corpus {settings.read_text().strip()}; "
+            f"{folder} was trained on the corpus {settings.read_text().strip()}; "
             "give the same --leaves and --train-fraction to continue it, or another "
             "--run"
         )
     trees = load_treebank(args.data_dir)
     placeholder = None if args.leaves == "words" else args.leaves
-    counts = write_corpus(trees, args.run / "corpus", placeholder)
+    counts = write_corpus(trees, folder / "corpus", placeholder)
     write_atomically(settings, json.dumps(corpus) + "\n")
     train_trees = max(1, round(args.train_fraction * counts["train"]))
     print(
@@ -693,9 +688,10 @@ def parse_split(args, result: dict, trees: dict, placeholder: str | None) -> dic
 @command(parser=build_parser)
 def main(args: argparse.Namespace) -> int:
     trees, corpus, train_trees, corpus_placeholder = prepare_corpus(args)
+    folder = Path(args.run)
     run = PARSING_RUN.replace(
-        out_dir=str(args.run),
-        data_dir=str(args.run / "corpus"),
+        out_dir=str(folder),
+        data_dir=str(folder / "corpus"),
         max_train_pairs=train_trees if args.train_fraction < 1 else 0,
         max_steps=args.max_steps,
         valid_every=min(PARSING_RUN.valid_every, args.max_steps),
@@ -705,7 +701,7 @@ def main(args: argparse.Namespace) -> int:
     result = trainer.train(PARSING_MODEL, run, progress=args.progress)
     if result["interrupted"]:
         return INTERRUPTED
-    averaged = run_weights(args.run, average=available_average(args.run, run.average))
+    averaged = run_weights(folder, average=available_average(folder, run.average))
     model = result["model"]
     model.load_state_dict(average_checkpoints(averaged))
     scores = parse_split(args, result, trees, corpus_placeholder)
@@ -714,7 +710,7 @@ def main(args: argparse.Namespace) -> int:
         reads_its_input(
             model,
             result["sp"],
-            args.run / "corpus",
+            folder / "corpus",
             "valid",
             run.batch_tokens,
             result["device"],
@@ -729,10 +725,10 @@ def main(args: argparse.Namespace) -> int:
     )
     suffix = "" if args.split == "test" else f"-{args.split}"
     write_atomically(
-        args.run / f"parse-results{suffix}.json", json.dumps(summary, indent=2) + "\n"
+        folder / f"parse-results{suffix}.json", json.dumps(summary, indent=2) + "\n"
     )
     write_atomically(
-        args.run / f"{args.split}.parses", "".join(o + "\n" for o in scores["outputs"])
+        folder / f"{args.split}.parses", "".join(o + "\n" for o in scores["outputs"])
     )
     print(
         f"labeled F1 {100 * summary['f1']:.2f} (precision "

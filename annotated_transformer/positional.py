@@ -26,6 +26,17 @@ def sinusoidal_table(max_len: int, d_model: int) -> torch.Tensor:
     return table.float()
 
 
+def token_positions(length: int, max_len: int, start: int = 0, device=None):
+    """The positions start, start + 1, ... of ``length`` tokens: what every row of a
+    batch holds unless it says otherwise. Past the table's ``max_len`` rows is an
+    error."""
+    if start + length > max_len:
+        raise ValueError(
+            f"sequence of {start + length} positions is longer than max_len={max_len}"
+        )
+    return torch.arange(start, start + length, device=device)
+
+
 class PositionalEncoding(nn.Module):
     """Add the fixed sinusoids to the (scaled) embeddings, then dropout (§3.5, §5.4)."""
 
@@ -37,14 +48,12 @@ class PositionalEncoding(nn.Module):
             "pe", sinusoidal_table(max_len, d_model).unsqueeze(0), persistent=False
         )
 
-    def forward(self, x, start: int = 0):
-        # x: (batch, seq, d_model), the tokens at positions start, start + 1, ...
-        if start + x.size(1) > self.max_len:
-            raise ValueError(
-                f"sequence of {start + x.size(1)} positions is longer than "
-                f"max_len={self.max_len}"
-            )
-        return self.dropout(x + self.pe[:, start : start + x.size(1)])
+    def forward(self, x, positions=None):
+        # x: (batch, seq, d_model); positions: (seq,) or (batch, seq), by default
+        # 0, 1, ..., seq - 1
+        if positions is None:
+            positions = token_positions(x.size(1), self.max_len, device=x.device)
+        return self.dropout(x + self.pe[0, positions])
 
 
 class LearnedPositionalEmbedding(nn.Module):
@@ -56,12 +65,52 @@ class LearnedPositionalEmbedding(nn.Module):
         self.pe = nn.Embedding(max_len, d_model)
         nn.init.normal_(self.pe.weight, mean=0.0, std=d_model**-0.5)
 
-    def forward(self, x, start: int = 0):
-        # x: (batch, seq, d_model), the tokens at positions start, start + 1, ...
-        if start + x.size(1) > self.max_len:
-            raise ValueError(
-                f"sequence of {start + x.size(1)} positions is longer than "
-                f"max_len={self.max_len}"
-            )
-        positions = torch.arange(start, start + x.size(1), device=x.device)
+    def forward(self, x, positions=None):
+        # x: (batch, seq, d_model); positions as for the sinusoids
+        if positions is None:
+            positions = token_positions(x.size(1), self.max_len, device=x.device)
         return self.dropout(x + self.pe(positions))
+
+
+class Rotation(nn.Module):
+    """Rotary positions (Su et al., 2021): pair i of a query or key at position m turned
+    by the angle m θ_i, θ_i = 10000^(-2i/d_k)."""
+
+    def __init__(self, d_k: int, base: float = 10000.0):
+        super().__init__()
+        if d_k % 2:
+            raise ValueError(f"rotary positions need an even d_k, got {d_k}")
+        theta = base ** (-torch.arange(0, d_k, 2, dtype=torch.float64) / d_k)
+        self.register_buffer("theta", theta, persistent=False)
+
+    def forward(self, x, positions=None):
+        # x: (batch, h, n, d_k); positions: (n,) or (batch, n), by default 0 .. n - 1
+        if positions is None:
+            positions = torch.arange(x.size(-2), device=x.device)
+        angles = positions.unsqueeze(-1) * self.theta  # (..., n, d_k / 2), in float64
+        if angles.dim() == 3:
+            angles = angles.unsqueeze(1)  # (batch, 1, n, d_k / 2): alike for every head
+        cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
+        even, odd = x[..., 0::2], x[..., 1::2]
+        turned = torch.stack((even * cos - odd * sin, even * sin + odd * cos), dim=-1)
+        return turned.flatten(-2)  # the pairs back in their places
+
+
+class RotaryPositions(nn.Module):
+    """The embeddings' side of rotary positions: nothing is added, and the dropout of
+    §5.4 stays; self-attention turns queries and keys instead (``Rotation``)."""
+
+    def __init__(self, d_model: int, dropout: float, max_len: int = 5000):
+        super().__init__()
+        self.dropout, self.max_len = nn.Dropout(dropout), max_len
+
+    def forward(self, x, positions=None):
+        return self.dropout(x)
+
+
+# the kinds of positions by name: what `positional` in the model's settings chooses
+POSITIONAL = {
+    "sinusoidal": PositionalEncoding,
+    "learned": LearnedPositionalEmbedding,
+    "rotary": RotaryPositions,
+}

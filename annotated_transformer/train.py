@@ -7,17 +7,17 @@ import argparse
 import dataclasses
 import json
 import sys
-import typing
 from pathlib import Path
 
 from annotated_transformer.cli import (
     add_progress_option,
+    add_setting_option,
     command,
     command_parser,
+    default_text,
     printable,
 )
 from annotated_transformer.config import (
-    OPTION_ALIASES,
     RUN_PRESETS,
     RunConfig,
     TransformerConfig,
@@ -27,71 +27,9 @@ from annotated_transformer.copy_task import CopyTask, copy_accuracy, train_copy_
 from annotated_transformer.running import devices, trainer
 from annotated_transformer.running.checkpoints import read_json, read_settings
 from annotated_transformer.running.run_folder import check_run_folder, check_same_run
-from annotated_transformer.text import corpora
 from annotated_transformer.text.scoring import translate_and_score
 
 DEFAULT_PRESET = "multi30k"
-
-METAVARS = {
-    "out_dir": "DIR",
-    "data_dir": "DIR",
-    "device": "DEVICE",
-    "src_lang": "LANG",
-    "tgt_lang": "LANG",
-    "train_split": "SPLIT",
-    "valid_split": "SPLIT",
-    "test_split": "SPLIT",
-}
-CHOICES = {
-    "corpus": corpora.CORPORA,
-    "positional": ("sinusoidal", "learned"),
-}
-
-
-def value_type(f: dataclasses.Field) -> tuple[type, bool]:
-    """The type a field's values have, and whether it may be None: ``int | None``
-    gives ``(int, True)``."""
-    members = typing.get_args(f.type) or (f.type,)
-    return next(m for m in members if m is not type(None)), type(None) in members
-
-
-def _parse_value(f: dataclasses.Field, text: str):
-    base, optional = value_type(f)
-    if optional and text.lower() == "none":
-        return None
-    try:
-        return base(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected {base.__name__}, got {text!r}"
-        ) from None
-
-
-def add_field_option(group, f: dataclasses.Field, default) -> None:
-    """The option of one configuration field: booleans as --x/--no-x, others with a
-    metavar saying what a value is."""
-    names = [option(f.name), *OPTION_ALIASES.get(f.name, ())]
-    help_text = f"{f.metadata['help']} (default: {default!r})"
-    base, _ = value_type(f)
-    if base is bool:
-        group.add_argument(
-            *names,
-            dest=f.name,
-            default=None,
-            action=argparse.BooleanOptionalAction,
-            help=help_text,
-        )
-        return
-    metavar = METAVARS.get(f.name, {int: "N", float: "X"}.get(base, "TEXT"))
-    group.add_argument(
-        *names,
-        dest=f.name,
-        default=None,
-        choices=CHOICES.get(f.name),
-        metavar=None if f.name in CHOICES else metavar,
-        type=lambda text, f=f: _parse_value(f, text),
-        help=help_text,
-    )
 
 
 def build_parser(preset: str = DEFAULT_PRESET) -> argparse.ArgumentParser:
@@ -138,7 +76,9 @@ def build_parser(preset: str = DEFAULT_PRESET) -> argparse.ArgumentParser:
             f"{title} settings; defaults shown are the {preset} preset's"
         )
         for f in dataclasses.fields(cls):
-            add_field_option(group, f, getattr(defaults, f.name))
+            # None: the option was not given, and the preset's value stands
+            shown = default_text(getattr(defaults, f.name))
+            add_setting_option(group, f.name, None, shown=shown)
     return parser
 
 

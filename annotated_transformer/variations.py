@@ -12,9 +12,8 @@ from tqdm import tqdm
 
 from annotated_transformer.cli import (
     INTERRUPTED,
-    add_bf16_option,
-    add_data_dir_option,
     add_progress_option,
+    add_setting_option,
     check_writable,
     command,
     command_parser,
@@ -210,26 +209,14 @@ def build_parser() -> argparse.ArgumentParser:
         "half: widths / 2, depth / 2 (N=3, d_model=256, the paper's 8 heads), 2,200 "
         "updates of 2,200 tokens, for a GPU (default: %(default)s)",
     )
-    parser.add_argument(
-        "--max-steps",
-        type=int,
-        default=None,
-        metavar="N",
-        help="updates per row (default: the size's)",
-    )
+    add_setting_option(parser, "max_steps", None, shown="the size's, for every row")
     add_data_options(parser)
     return parser
 
 
 def add_data_options(parser) -> None:
     """The data, the outputs and the precision of a sweep."""
-    parser.add_argument(
-        "--max-train-pairs",
-        type=int,
-        default=0,
-        metavar="N",
-        help="use only the first N training pairs (0: all; default: %(default)s)",
-    )
+    add_setting_option(parser, "max_train_pairs")
     parser.add_argument(
         "--max-valid-sentences",
         type=int,
@@ -252,14 +239,15 @@ def add_data_options(parser) -> None:
         metavar="DIR",
         help="folder for the rows' run folders (default: %(default)s)",
     )
-    add_data_dir_option(parser, default="$AT_DATA_DIR")
-    add_bf16_option(parser)
-    parser.add_argument(
-        "--init",
-        choices=["pytorch", "xavier"],
-        default=PRESETS["base"].init,
-        help="how the linear layers are initialized (default: %(default)s, as the "
-        "paper presets; the first sweeps of chapter 16 used xavier)",
+    add_setting_option(parser, "data_dir")
+    add_setting_option(parser, "bf16")
+    paper = PRESETS["base"].init
+    add_setting_option(
+        parser,
+        "init",
+        paper,
+        shown=f"{paper}, as the paper presets; the first sweeps of chapter 16 used "
+        "xavier",
     )
     add_progress_option(parser)
 

@@ -23,7 +23,6 @@ import torch
 from tqdm import tqdm
 
 from annotated_transformer import data
-from annotated_transformer.attention import MultiHeadedAttention
 from annotated_transformer.cli import (
     add_model_arguments,
     check_writable,
@@ -37,6 +36,7 @@ from annotated_transformer.config import PAPER_DECODING, DecodeConfig, Transform
 from annotated_transformer.copy_task import train_copy_task
 from annotated_transformer.data import BOS, EOS, PAD, UNK, Batch
 from annotated_transformer.decoding import translate_sentences
+from annotated_transformer.figures.capture import captured_attention
 from annotated_transformer.layers import subsequent_mask
 from annotated_transformer.running.files import is_stream, write_atomically
 from annotated_transformer.speed import choice
@@ -54,29 +54,26 @@ def attention_maps(model, src, tgt, src_mask, tgt_mask) -> dict[str, torch.Tenso
     """Every layer's and head's weights for one batch.
 
     Returns {kind: (batch, layer, head, query, key)}. Runs one forward pass in
-    evaluation mode and restores the model's mode and attention flags.
+    evaluation mode and restores the model's mode.
     """
-    modules = [m for m in model.modules() if isinstance(m, MultiHeadedAttention)]
-    saved = [(m.keep_attention, m.attention_weights) for m in modules]
+    layers = {
+        "encoder": [layer.self_attn for layer in model.encoder.layers],
+        "decoder": [layer.self_attn for layer in model.decoder.layers],
+        "cross": [layer.src_attn for layer in model.decoder.layers],
+    }
+    everyone = [m for mods in layers.values() for m in mods]
     was_training = model.training
     model.eval()
     try:
-        for m in modules:
-            m.keep_attention = True
-        model(src, tgt, src_mask, tgt_mask)
-        layers = {
-            "encoder": [layer.self_attn for layer in model.encoder.layers],
-            "decoder": [layer.self_attn for layer in model.decoder.layers],
-            "cross": [layer.src_attn for layer in model.decoder.layers],
-        }
-        return {
-            kind: torch.stack([m.attention_weights for m in mods], dim=1)
-            for kind, mods in layers.items()
-        }
+        with captured_attention(everyone) as kept:
+            model(src, tgt, src_mask, tgt_mask)
     finally:
-        for m, (keep, weights) in zip(modules, saved):
-            m.keep_attention, m.attention_weights = keep, weights
         model.train(was_training)
+    heard = iter(kept)
+    return {
+        kind: torch.stack([next(heard)[0] for _ in mods], dim=1)
+        for kind, mods in layers.items()
+    }
 
 
 # --- from book/23_appendix_explorer.md ---

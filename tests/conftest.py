@@ -44,16 +44,16 @@ TINY_RUN = (
     "--batch-tokens 300 --warmup 10 --valid-every 1000"
 ).split()
 
-# two CPU training processes under torchrun (followed by the training options)
-TORCHRUN_TRAIN = [
+# two CPU processes under torchrun (followed by the script to run)
+TORCHRUN = [
     sys.executable,
     "-m",
     "torch.distributed.run",
     "--standalone",
     "--nproc_per_node=2",
-    "-m",
-    "annotated_transformer.train",
 ]
+# two CPU training processes under torchrun (followed by the training options)
+TORCHRUN_TRAIN = [*TORCHRUN, "-m", "annotated_transformer.train"]
 
 
 def tiny_run(corpus: Path, run: Path, *extra) -> list[str]:

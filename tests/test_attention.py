@@ -6,6 +6,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from annotated_transformer.attention import MultiHeadedAttention, attention
+from annotated_transformer.figures.capture import captured_attention
 from annotated_transformer.layers import subsequent_mask
 
 
@@ -84,9 +85,13 @@ def test_multihead_equals_torch_with_masks_and_cross_attention():
     expected, expected_weights = theirs(
         query, memory, memory, key_padding_mask=~keep, average_attn_weights=False
     )
-    ours.keep_attention = True
-    torch.testing.assert_close(ours(query, memory, memory, keep.unsqueeze(1)), expected)
-    torch.testing.assert_close(ours.attention_weights, expected_weights)
+    ours.fused = True  # the capture writes eq. 1 out, and puts the kernel back after
+    with captured_attention([ours]) as (weights,):
+        output = ours(query, memory, memory, keep.unsqueeze(1))
+    torch.testing.assert_close(output, expected)
+    assert len(weights) == 1 and ours.fused and not ours.dropout._forward_hooks
+    torch.testing.assert_close(weights[0], expected_weights)
+    ours.fused = False
     # Causal self-attention: torch's attn_mask is True where attention is *forbidden*.
     x = torch.randn(2, 5, d_model)
     expected, _ = theirs(x, x, x, attn_mask=~subsequent_mask(5)[0], need_weights=False)

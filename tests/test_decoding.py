@@ -7,7 +7,11 @@ import math
 import pytest
 import torch
 
-from annotated_transformer.config import DecodeConfig, TransformerConfig
+from annotated_transformer.config import (
+    POSITIONAL_KINDS,
+    DecodeConfig,
+    TransformerConfig,
+)
 from annotated_transformer.data import BOS, EOS, PAD
 from annotated_transformer.decoding import (
     KVCache,
@@ -20,7 +24,7 @@ from annotated_transformer.layers import subsequent_mask
 from annotated_transformer.model import make_model
 
 
-def _model(vocab: int, seed: int, norm_first: bool = False, eos_bias: float = 0.0):
+def _model(vocab: int, seed: int, eos_bias: float = 0.0, **settings):
     """A small random model; ``eos_bias`` scales up the <eos> embedding so that outputs
     end at varied lengths. Xavier's larger initial weights make an untrained model's
     outputs depend more on its input."""
@@ -32,9 +36,8 @@ def _model(vocab: int, seed: int, norm_first: bool = False, eos_bias: float = 0.
         d_ff=64,
         n_heads=4,
         dropout=0.0,
-        norm_first=norm_first,
         init="xavier",
-    )
+    ).replace(**settings)
     model = make_model(config).eval()
     if eos_bias:
         with torch.no_grad():
@@ -175,9 +178,14 @@ def test_scores_are_the_recomputed_log_probabilities():
             )
 
 
-@pytest.mark.parametrize("norm_first", [False, True])
-def test_cached_decoding_equals_full_recomputation(norm_first):
-    model = _model(vocab=16, seed=2, norm_first=norm_first, eos_bias=1.5)
+@pytest.mark.parametrize(
+    "settings",
+    [{"norm_first": True}, *({"positional": kind} for kind in POSITIONAL_KINDS)],
+)
+def test_cached_decoding_equals_full_recomputation(settings):
+    """For every kind of positions: the cached decoder passes each new token's own
+    position, and what it computes is what a full pass over the prefix computes."""
+    model = _model(vocab=16, seed=2, eos_bias=1.5, **settings)
     src, src_mask = _sources(16, [7, 3, 5], seed=6)
     limits = src_mask.sum(dim=(1, 2)) + 8
     cached = greedy_decode(model, src, src_mask, limits)

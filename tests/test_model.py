@@ -7,6 +7,7 @@ import torch.nn.functional as F
 
 from annotated_transformer.config import (
     BASE,
+    INITIALIZATIONS,
     PRESETS,
     TABLE3_ROWS,
     TransformerConfig,
@@ -179,7 +180,7 @@ def test_the_presets_are_the_table_and_nothing_else():
         (dict(dropuot=0.2), "unknown field"),
         (dict(n_heads=7), "not divisible"),
         (dict(dropout=1.5), "dropout must be in"),
-        (dict(positional="rotary"), "positional must be"),
+        (dict(positional="alibi"), "positional must be"),
         (dict(d_model=0), "positive integer"),
         (dict(d_k=10**30), "--d-k must be at most 16777216"),
         (dict(init="kaiming"), "init must be"),
@@ -214,7 +215,7 @@ def test_dropout_sits_where_section_5_4_puts_it():
     assert len(rates) == 10  # nothing else is dropped out
 
 
-@pytest.mark.parametrize("init", ["pytorch", "xavier"])
+@pytest.mark.parametrize("init", INITIALIZATIONS)
 def test_every_linear_layer_is_drawn_on_its_own_within_its_init_bound(init):
     model = make_model(SMALL.replace(n_layers=3, init=init))
     linears = [
@@ -252,6 +253,6 @@ def test_a_fresh_six_layer_post_norm_encoder_keeps_its_positions_apart():
     mask = torch.ones(16, 1, 20, dtype=torch.bool)
     top = {
         init: position_similarity(make_model(config.replace(init=init)), src, mask)[-1]
-        for init in ("pytorch", "xavier")
+        for init in INITIALIZATIONS
     }
     assert top["pytorch"] < 0.6 < 0.85 < top["xavier"]

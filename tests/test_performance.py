@@ -8,7 +8,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from annotated_transformer import benchmark, data
-from annotated_transformer.config import TransformerConfig
+from annotated_transformer.config import POSITIONAL_KINDS, TransformerConfig
 from annotated_transformer.data import Batch
 from annotated_transformer.decoding import KVCache, greedy_decode, strip_special
 from annotated_transformer.measure.flops import (
@@ -482,18 +482,23 @@ def test_packed_batches_hold_every_pair_once_in_one_shape_with_little_padding():
 
 @pytest.mark.parametrize(
     "variant",
-    [{}, {"fused_attention": True}, {"positional": "learned", "norm_first": True}],
+    [
+        *({"positional": kind} for kind in POSITIONAL_KINDS),
+        {"fused_attention": True},
+        {"norm_first": True},
+    ],
 )
 def test_a_packed_batch_gives_the_padded_batches_loss_and_gradients(variant):
-    """The same pairs as packed rows and as padded rows (one sentence each): the
-    summed loss and every gradient agree."""
+    """The same pairs as packed rows and as padded rows (one sentence each), through
+    the model's one forward path: the summed loss and every gradient agree, for every
+    kind of positions."""
     pairs = _random_pairs(12, 9, seed=1)
     packed = batchers.PackedBatches(*data.pair_lengths(pairs), max_tokens=40)
     config = TINY.replace(**variant)
     found = []
     for batch_of in (data.collate, packed.collate):
         torch.manual_seed(0)
-        model = batchers.Packed(make_model(config))
+        model = make_model(config)
         total = 0.0
         for indices in packed.epoch(0):
             loss = batch_loss(model, batch_of(pairs, indices), 0.1, data.PAD)

@@ -1,16 +1,17 @@
 """Many processes under torchrun (CPU, gloo): gradient accumulation in each, a stop
-and resume, fixed batch shapes, and a run that moves to another number of processes.
-Every run here is bounded by its updates."""
+and resume, fixed batch shapes, a run that moves to another number of processes, and
+the collectives an update waits for. Every run here is bounded by its updates."""
 
 import json
 import os
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 import torch
-from conftest import TORCHRUN_TRAIN, Child, train_argv
+from conftest import TORCHRUN, TORCHRUN_TRAIN, Child, train_argv
 
 from annotated_transformer import train
 from annotated_transformer.running.checkpoints import checkpoints, load_checkpoint
@@ -135,3 +136,130 @@ def test_a_run_moves_from_two_processes_to_one_with_the_same_batch(
     assert "resumed from" in capsys.readouterr().out
     assert train.main(options(text_corpus, alone, 4, *common, "--accumulate", "2")) == 0
     assert_same_weights(final(alone), final(moved))
+
+
+# Trains with every collective of torch.distributed that the package calls counted, and
+# the start of every update marked: one JSON list of events per process.
+COUNTING_TRAIN = """
+import json, os, sys
+import torch.distributed as dist
+from annotated_transformer import train
+from annotated_transformer.running import trainer
+
+events = []
+
+
+def counted(name, collective):
+    def call(*args, **kwargs):
+        events.append([name, "async" if kwargs.get("async_op") else "blocking"])
+        return collective(*args, **kwargs)
+
+    return call
+
+
+for name in (
+    "all_reduce all_gather all_gather_object all_gather_into_tensor broadcast "
+    "broadcast_object_list barrier monitored_barrier reduce reduce_scatter "
+    "reduce_scatter_tensor all_to_all all_to_all_single gather gather_object scatter "
+    "scatter_object_list"
+).split():
+    if hasattr(dist, name):
+        setattr(dist, name, counted(name, getattr(dist, name)))
+train_step = trainer.train_step
+
+
+def marked(s, at):
+    events.append(["update", at.step + 1])
+    return train_step(s, at)
+
+
+trainer.train_step = marked
+try:
+    code = train.main(sys.argv[1:])
+finally:
+    path = os.path.join(os.environ["COUNTS"], os.environ["RANK"] + ".json")
+    with open(path, "w") as f:
+        json.dump(events, f)
+sys.exit(code)
+"""
+
+
+def test_an_update_between_metric_lines_waits_for_no_collective(text_corpus, tmp_path):
+    """Between metric lines an update issues at most one collective of its own, the
+    vote on saving and stopping, and never waits for it. DDP's reduction of the
+    gradients in the backward pass is not counted: it runs in C++, outside
+    torch.distributed's Python functions."""
+    script = tmp_path / "counting_train.py"
+    script.write_text(COUNTING_TRAIN)
+    argv = train_argv(text_corpus, tmp_path / "run", 9, "--log-every", "4")
+    env = {**ENV, "COUNTS": str(tmp_path)}
+    result = subprocess.run(
+        [*TORCHRUN, str(script), *argv, "--save-every", "9"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    events = [json.loads((tmp_path / f"{rank}.json").read_text()) for rank in "01"]
+    assert events[0] == events[1]  # every process calls the same, in the same order
+    by_update: dict[int, list] = {}
+    for name, what in events[0]:
+        if name == "update":
+            by_update[what] = []
+        elif by_update:  # the collectives of setting up come before the first update
+            by_update[max(by_update)].append((name, what))
+    assert sorted(by_update) == list(range(1, 10))
+    # a metric line (updates 1, 4, 8, 9) sums the loss over the processes, and the
+    # counter sees it
+    for step in (1, 4, 8, 9):
+        assert ("all_reduce", "blocking") in by_update[step], (step, by_update[step])
+    for step in (2, 3, 5, 6, 7):  # between metric lines
+        assert len(by_update[step]) <= 1, (step, by_update[step])
+        assert ("all_reduce", "blocking") not in by_update[step], (step, by_update)
+
+
+def decisions(world: int, interrupted_at: int, **schedule) -> list[tuple]:
+    """``decide``'s answers at updates 1 to 8 of a run of 8 in one process of
+    ``world`` (a vote then runs on its own flags), asked to stop at update
+    ``interrupted_at``; ``save`` restarts the clock as the loop does."""
+    from annotated_transformer.config import RunConfig
+    from annotated_transformer.running.run_data import Position
+    from annotated_transformer.running.run_folder import RunFolder
+
+    run = RunConfig(
+        **{"max_steps": 8, "save_every": 0, "save_every_minutes": 10, **schedule}
+    )
+    folder = RunFolder(
+        run=run, settings={}, rank=0, world=world, device="cpu", log=None, lock=None
+    )
+    last_save, answers = 0.0, []  # the last checkpoint: long ago
+    for step in range(1, 9):
+        answer = folder.decide(Position(step=step), last_save, step == interrupted_at)
+        answers.append(answer)
+        if answer[0]:
+            last_save = time.time()
+        if answer[1]:
+            break
+    return answers
+
+
+def test_several_processes_act_on_a_vote_one_update_later():
+    nothing = (False, False, False)
+    # one process: the overdue checkpoint at once, then the stop at once
+    assert decisions(1, interrupted_at=3) == [
+        (True, False, False),
+        nothing,
+        (False, True, True),
+    ]
+    # several: each one update later, and the checkpoint once (its save restarts the
+    # clock before the next vote)
+    assert decisions(2, interrupted_at=3) == [
+        nothing,
+        (True, False, False),
+        nothing,
+        (False, True, True),
+    ]
+    # a checkpoint by steps needs no vote; the last update waits for its own vote
+    assert decisions(2, interrupted_at=8, save_every_minutes=0, save_every=2) == [
+        (update % 2 == 0, update == 8, update == 8) for update in range(1, 9)
+    ]

@@ -260,9 +260,9 @@ class _Parsed(Exception):
     """Raised instead of parsing, to hand a command's finished parser to the test."""
 
 
-def command_options(module) -> dict[str, frozenset]:
-    """Each long option of ``module``'s command (sub-commands included) -> every name of
-    its setting."""
+def command_parsers(module) -> dict[str, argparse.ArgumentParser]:
+    """The parser of ``module``'s command and those of its modes, by name
+    (``benchmark``, ``benchmark train``, ...)."""
 
     def capture(parser, *args, **kwargs):
         raise _Parsed(parser)
@@ -272,58 +272,208 @@ def command_options(module) -> dict[str, frozenset]:
     try:
         module.main([])
     except _Parsed as parsed:
-        parsers = [parsed.args[0]]
+        todo = [(module.__name__.rsplit(".", 1)[-1], parsed.args[0])]
     finally:
         patch.undo()
-    options = {}
-    while parsers:
-        parser = parsers.pop()
+    found = {}
+    while todo:
+        name, parser = todo.pop()
+        found[name] = parser
         for action in parser._actions:
             if isinstance(action, argparse._SubParsersAction):
-                parsers += list(action.choices.values())
-            names = frozenset(o for o in action.option_strings if o.startswith("--"))
-            options.update({name: names for name in names})
-    return options
+                todo += [(f"{name} {k}", v) for k, v in action.choices.items()]
+    return found
+
+
+def every_parser() -> dict[str, argparse.ArgumentParser]:
+    """The parsers of every command and of each of its modes."""
+    import importlib
+
+    return {
+        label: parser
+        for name in sorted(COMMANDS)
+        for label, parser in command_parsers(
+            importlib.import_module(f"annotated_transformer.{name}")
+        ).items()
+    }
+
+
+def long_options(parser) -> list[tuple[frozenset, argparse.Action]]:
+    """Each option of ``parser`` with a long name: (its long names, its action)."""
+    return [
+        (frozenset(o for o in action.option_strings if o.startswith("--")), action)
+        for action in parser._actions
+        if any(o.startswith("--") for o in action.option_strings)
+    ]
 
 
 def test_every_command_calls_a_setting_by_the_same_names():
-    import importlib
-
-    options = {
-        name: command_options(importlib.import_module(f"annotated_transformer.{name}"))
-        for name in sorted(COMMANDS)
-    }
     seen, clashes = {}, []
-    for command, table in options.items():
-        for option, names in table.items():
-            if option in seen and seen[option][1] != names:
-                first, their = seen[option]
-                clashes.append(
-                    f"{option}: {sorted(their)} in {first}, {sorted(names)} in "
-                    f"{command}"
-                )
-            seen.setdefault(option, (command, names))
+    for label, parser in every_parser().items():
+        for names, _ in long_options(parser):
+            for option in names:
+                if option in seen and seen[option][1] != names:
+                    first, their = seen[option]
+                    clashes.append(
+                        f"{option}: {sorted(their)} in {first}, {sorted(names)} in "
+                        f"{label}"
+                    )
+                seen.setdefault(option, (label, names))
     assert clashes == []
     assert len(seen) > 60  # the walk did reach the commands' options
 
 
-# The options several commands take, each declared once (train declares its own from
-# the settings, chapter 12).
-SHARED = ("--device", "--progress", "--data-dir", "--threads", "--bf16", "--average")
+def setting_options() -> dict[str, str]:
+    """Every name of a setting's option (``--run`` and ``--out-dir`` for ``out_dir``,
+    fairseq's names too) -> the setting's field name."""
+    from dataclasses import fields
+
+    from annotated_transformer.config import (
+        OPTION_ALIASES,
+        DecodeConfig,
+        RunConfig,
+        TransformerConfig,
+        option,
+    )
+
+    return {
+        name: f.name
+        for config in (TransformerConfig, RunConfig, DecodeConfig)
+        for f in fields(config)
+        for name in (option(f.name), *OPTION_ALIASES.get(f.name, ()))
+    }
 
 
-def test_the_shared_options_are_defined_once():
-    defined = [
+def differences_from_the_setting(action: argparse.Action, setting: str) -> list[str]:
+    """How an option differs from the one ``add_setting_option`` makes of the field
+    ``setting``: in its names, its kind, type, choices or metavar, or in a help text
+    that is not the field's followed by the command's default."""
+    from annotated_transformer.cli import SETTINGS, add_setting_option
+
+    made = add_setting_option(argparse.ArgumentParser(), setting)
+    help_text = SETTINGS[setting].metadata["help"]
+    found = [
+        what
+        for what, ours, theirs in (
+            ("names", sorted(action.option_strings), sorted(made.option_strings)),
+            ("kind", type(action), type(made)),
+            ("type", action.type, made.type),
+            ("choices", action.choices, made.choices),
+            ("metavar", action.metavar, made.metavar),
+        )
+        if ours != theirs
+    ]
+    said = action.help or ""
+    if not (said.startswith(f"{help_text} (default: ") and said.endswith(")")):
+        found.append(f"help {said!r}")
+    return found
+
+
+def test_every_option_named_after_a_setting_is_made_from_its_field():
+    """An option with a setting's name is that setting, in every command and mode
+    (train and benchmark included): its names, help, type, choices and metavar come
+    from the field; only the default differs from command to command."""
+    settings, checked, wrong = setting_options(), set(), []
+    for label, parser in every_parser().items():
+        for names, action in long_options(parser):
+            for setting in sorted({settings[n] for n in names if n in settings}):
+                checked.add(label)
+                wrong += [
+                    f"{label} {sorted(names)[0]}: {difference}"
+                    for difference in differences_from_the_setting(action, setting)
+                ]
+    assert wrong == []
+    assert {"train", "translate", "parsing", "variations"} <= checked
+    assert {"benchmark train", "benchmark decode", "benchmark data"} <= checked
+
+
+def test_a_setting_option_has_its_fields_type_and_choices():
+    from annotated_transformer.cli import SETTINGS, add_setting_option
+    from annotated_transformer.config import INITIALIZATIONS, POSITIONAL_KINDS
+    from annotated_transformer.text import corpora
+
+    parser = argparse.ArgumentParser()
+    for name in ("d_k", "lr_factor", "threads", "bf16", "positional", "init", "corpus"):
+        add_setting_option(parser, name)
+    args = parser.parse_args(
+        "--d-k none --lr-factor 0.5 --threads 3 --no-bf16 --positional learned "
+        "--init xavier --corpus text".split()
+    )
+    assert (args.d_k, args.lr_factor, args.threads, args.bf16) == (None, 0.5, 3, False)
+    assert (args.positional, args.init, args.corpus) == ("learned", "xavier", "text")
+    choices = {a.dest: a.choices for a in parser._actions if a.choices}
+    assert choices == {
+        "positional": list(POSITIONAL_KINDS),
+        "init": list(INITIALIZATIONS),
+        "corpus": list(corpora.CORPORA),
+    }
+    assert parser.get_default("threads") == SETTINGS["threads"].default == 0
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--threads", "two"])
+
+
+def literal_options(trees: dict[str, ast.Module]) -> list[tuple[str, str]]:
+    """(module, option) for every ``add_argument`` call that names its option by a
+    literal string."""
+    return [
         (name, node.args[0].value)
-        for name, tree in TREES.items()
+        for name, tree in trees.items()
         for node in ast.walk(tree)
         if isinstance(node, ast.Call)
         and getattr(node.func, "attr", "") == "add_argument"
         and node.args
         and isinstance(node.args[0], ast.Constant)
-        and node.args[0].value in SHARED
     ]
-    assert sorted(defined) == sorted(("cli", name) for name in SHARED)
+
+
+# The options several commands take that set no setting, each declared once in cli.
+SHARED = ("--progress", "--checkpoint")
+
+
+def test_the_shared_options_are_defined_once():
+    """No module spells out the option of a setting (``add_setting_option`` makes each
+    from its field), and each other shared option is declared in cli alone."""
+    declared, settings = literal_options(TREES), setting_options()
+    assert [(m, o) for m, o in declared if o in settings] == []
+    assert sorted((m, o) for m, o in declared if o in SHARED) == sorted(
+        ("cli", option) for option in SHARED
+    )
+    # the walk sees declarations where they are
+    assert ("train", "--task") in declared and ("benchmark", "--paths") in declared
+
+
+NAMED_KINDS = {
+    "positional kinds": {"sinusoidal", "learned"},
+    "initializations": {"pytorch", "xavier"},
+}
+
+
+def named_kinds(trees: dict[str, ast.Module]) -> dict[str, list[str]]:
+    """Where the names of the positional kinds, or of the initializations, are listed
+    side by side (in a tuple, list or set, or as a dict's keys): what -> places."""
+    places = {what: [] for what in NAMED_KINDS}
+    for name, tree in sorted(trees.items()):
+        for node in ast.walk(tree):
+            elements = getattr(node, "elts", None) or getattr(node, "keys", None) or []
+            listed = {getattr(e, "value", None) for e in elements}
+            for what, pair in NAMED_KINDS.items():
+                if pair <= listed:
+                    places[what].append(f"{name}.py:{node.lineno}")
+    return places
+
+
+def test_the_positional_kinds_and_the_initializations_are_listed_once():
+    """Each list is written once; the checks of the settings, the options' choices and
+    the tests read it from there (config's POSITIONAL_KINDS and INITIALIZATIONS)."""
+    from annotated_transformer.config import INITIALIZATIONS, POSITIONAL_KINDS
+
+    assert NAMED_KINDS["positional kinds"] <= set(POSITIONAL_KINDS)
+    assert NAMED_KINDS["initializations"] <= set(INITIALIZATIONS)
+    assert {what: len(places) for what, places in named_kinds(TREES).items()} == {
+        what: 1 for what in NAMED_KINDS
+    }
+    twice = ast.parse("A = ('pytorch', 'xavier')\nB = {'xavier': 1, 'pytorch': 2}")
+    assert named_kinds({"x": twice})["initializations"] == ["x.py:1", "x.py:2"]
 
 
 def test_every_setting_and_preset_is_defined_in_config():
@@ -361,8 +511,8 @@ MOST_PARAMETERS = 6
 LONGEST_LOOP_MODULE = 800
 # The functions that read better whole, and why.
 LONG_BY_NATURE = {
-    "speed.ct2.ctranslate2_spec": "one table: each line puts one of our weights into the "
-    "place CTranslate2's spec has for it",
+    "speed.ct2.ctranslate2_spec": "one table: each line puts one of our weights into "
+    "the place CTranslate2's spec has for it",
     "visualize.line_view": "one figure, Figure 3's lines, drawn top to bottom",
     "visualize.grid_view": "one figure, a grid of heatmaps, drawn top to bottom",
     "parsing.build_parser": "the parsing command's options, one add_argument each",

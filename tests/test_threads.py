@@ -183,6 +183,24 @@ def test_a_negative_thread_count_is_refused_before_training(tmp_path, capsys):
     assert not (tmp_path / "run").exists()
 
 
+def test_threads_has_one_meaning_and_one_help_in_every_command(capsys):
+    """0 lets the command choose (training times counts, decoding takes the free
+    cores), a negative count is refused; train, translate and benchmark decode say so
+    in the same words."""
+    from annotated_transformer import translate
+
+    said = []
+    for module, mode in ((train, []), (translate, []), (benchmark, ["decode"])):
+        with pytest.raises(SystemExit):
+            module.main([*mode, "--help"])
+        out = " ".join(capsys.readouterr().out.split())
+        said.append(out.split("--threads N CPU threads")[1].split(" (default: ")[0])
+    assert said[0] == said[1] == said[2] and said[0].startswith(" (0: chosen")
+    assert benchmark.main(["decode", "--threads", "-1"]) == 2
+    err = capsys.readouterr().err
+    assert "--threads must be an integer of at least 0, got -1" in err
+
+
 @pytest.mark.slow
 def test_the_threads_benchmark_runs_the_default_command_four_times(
     shared_data, tmp_path

@@ -625,16 +625,23 @@ def test_source_alignment_is_one_for_even_attention_and_matches_a_hand_count():
     expected = [0.0, 0.0]
     for src, tgt in pairs:  # one sentence at a time, no padding anywhere
         s, t = torch.tensor([src + [2]]), torch.tensor([[1] + tgt])
-        for m in (layer.src_attn for layer in model.decoder.layers):
-            m.keep_attention = True
+        heard = []  # eq. 1's weights pass through each attention's dropout
+        hooks = [
+            layer.src_attn.dropout.register_forward_hook(
+                lambda module, inputs, output, heard=heard: heard.append(inputs[0])
+            )
+            for layer in model.decoder.layers
+        ]
         model(
             s,
             t,
             torch.ones(1, 1, s.size(1), dtype=torch.bool),
             subsequent_mask(t.size(1)),
         )
-        for i, layer in enumerate(model.decoder.layers):
-            w = layer.src_attn.attention_weights[0]  # (h, tgt, src)
+        for hook in hooks:
+            hook.remove()
+        for i in range(len(model.decoder.layers)):
+            w = heard[i][0]  # (h, tgt, src)
             expected[i] += (
                 (-(w * w.log()).sum(-1).mean(0) / math.log(s.size(1))).sum().item()
             )

@@ -17,6 +17,7 @@ import pytest
 import torch
 
 from annotated_transformer import visualize
+from annotated_transformer.attention import MultiHeadedAttention
 from annotated_transformer.config import TransformerConfig
 from annotated_transformer.layers import subsequent_mask
 from annotated_transformer.model import make_model
@@ -77,17 +78,18 @@ def batch():
 def test_capture_changes_no_output_and_restores_the_model(tiny):
     src, tgt, src_mask, tgt_mask = batch()
     tiny.train()  # the state a training loop would leave
-    modules = [
-        m for m in tiny.modules() if isinstance(m, visualize.MultiHeadedAttention)
-    ]
+    modules = [m for m in tiny.modules() if isinstance(m, MultiHeadedAttention)]
+    modules[0].fused = True  # a layer on the fused kernel gets it back
     tiny.eval()
     before = tiny(src, tgt, src_mask, tgt_mask)
     tiny.train()
     visualize.attention_maps(tiny, src, tgt, src_mask, tgt_mask)
     assert tiny.training
-    assert all(not m.keep_attention and m.attention_weights is None for m in modules)
+    assert [m.fused for m in modules] == [True] + [False] * (len(modules) - 1)
+    assert not any(m.dropout._forward_hooks for m in modules)  # the hooks are gone
     tiny.eval()
     assert torch.equal(before, tiny(src, tgt, src_mask, tgt_mask))
+    modules[0].fused = False
 
 
 def test_weights_are_distributions_with_padding_and_future_at_zero(tiny):

@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 
 from annotated_transformer import data
-from annotated_transformer.config import RunConfig, TransformerConfig
+from annotated_transformer.config import INITIALIZATIONS, RunConfig, TransformerConfig
 from annotated_transformer.figures.diagnostics import (
     position_similarity,
     source_alignment,
@@ -43,7 +43,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--init", choices=("pytorch", "xavier"), default="pytorch")
+    parser.add_argument("--init", choices=INITIALIZATIONS, default="pytorch")
     parser.add_argument("--n-layers", type=int, default=6)
     parser.add_argument(
         "--norm-first",

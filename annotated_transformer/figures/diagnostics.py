@@ -8,6 +8,7 @@ positions of a sentence."""
 import torch
 
 from annotated_transformer import data
+from annotated_transformer.figures.capture import captured_attention
 
 
 @torch.no_grad()
@@ -22,27 +23,23 @@ def source_alignment(
     ``max_pairs`` pairs."""
     pairs = pairs[:max_pairs]
     layers = [layer.src_attn for layer in model.decoder.layers]
-    saved = [m.keep_attention for m in layers]
     model.eval()
     sums, count = [0.0] * len(layers), 0
     try:
-        for m in layers:
-            m.keep_attention = True
-        for batch in data.validation_batches(pairs, batch_tokens, device):
-            model(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask)
-            # uniform: (batch, 1, 1), ln n per sentence
-            uniform = batch.src_mask.sum(-1, keepdim=True).clamp(min=2).log()
-            # real: (batch, tgt_len), the target positions that predict a token
-            real = batch.tgt_out != data.PAD
-            for i, m in enumerate(layers):
-                w = m.attention_weights.float()  # (batch, h, tgt_len, src_len)
-                # entropy: (batch, tgt_len), the mean over heads
-                entropy = -(w * w.clamp(min=1e-12).log()).sum(-1).mean(1)
-                sums[i] += (entropy / uniform.squeeze(-1))[real].sum().item()
-            count += int(real.sum())
+        with captured_attention(layers) as kept:
+            for batch in data.validation_batches(pairs, batch_tokens, device):
+                model(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask)
+                # uniform: (batch, 1, 1), ln n per sentence
+                uniform = batch.src_mask.sum(-1, keepdim=True).clamp(min=2).log()
+                # real: (batch, tgt_len), the target positions that predict a token
+                real = batch.tgt_out != data.PAD
+                for i, heard in enumerate(kept):
+                    w = heard.pop().float()  # (batch, h, tgt_len, src_len)
+                    # entropy: (batch, tgt_len), the mean over heads
+                    entropy = -(w * w.clamp(min=1e-12).log()).sum(-1).mean(1)
+                    sums[i] += (entropy / uniform.squeeze(-1))[real].sum().item()
+                count += int(real.sum())
     finally:
-        for m, keep in zip(layers, saved):
-            m.keep_attention, m.attention_weights = keep, None
         model.train()
     return [total / max(count, 1) for total in sums]
 

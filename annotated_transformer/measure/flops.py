@@ -5,7 +5,6 @@
 and the peak rates that MFU compares them with."""
 
 import time
-from collections import Counter
 
 import torch
 
@@ -122,20 +121,22 @@ def planned_cost(flops: float, rate: float | None, device: str) -> str:
 
 def batch_lengths(batches) -> tuple[list[int], list[int]]:
     """Real (non-padding) source and target lengths of every sentence of some
-    Batches (several to a row in packed batches, which hold segments)."""
+    Batches: one sentence per row, or several in a packed row, told apart by their
+    positions, which start at 0 with each sentence."""
     src, tgt = [], []
     for b in batches:
-        if b.src_mask.dtype == torch.bool:  # a sentence per row
-            src += b.src_mask.sum(dim=(1, 2)).tolist()
-            tgt += (b.tgt_out != PAD).sum(dim=1).tolist()
-        else:  # a sentence per segment of a row
-            src += segment_lengths(b.src_mask)
-            tgt += segment_lengths(b.tgt_mask)
+        src_pos, tgt_pos = (None, None) if b.positions is None else b.positions
+        src += sentence_lengths(b.src, src_pos)
+        tgt += sentence_lengths(b.tgt_out, tgt_pos)
     return src, tgt
 
 
-def segment_lengths(segments: torch.Tensor) -> list[int]:
-    """The length of every segment (1, 2, ... ; 0 is padding) of every row."""
-    return [
-        n for row in segments.tolist() for k, n in sorted(Counter(row).items()) if k
-    ]
+def sentence_lengths(ids: torch.Tensor, positions=None) -> list[int]:
+    """The length of every sentence in ``ids`` (batch, length), in order: one per row,
+    or with ``positions`` one per run of positions that starts at 0."""
+    real = ids != PAD
+    if positions is None:
+        return real.sum(dim=1).tolist()
+    last = real.clone()  # a sentence's last token: padding or another sentence follows
+    last[:, :-1] &= (positions[:, 1:] == 0) | ~real[:, 1:]
+    return (positions[last] + 1).tolist()

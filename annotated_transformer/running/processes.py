@@ -49,6 +49,7 @@ def setup_distributed(device: str) -> tuple[int, int, str]:
             timeout=timeout,
         )
         setup_group()  # made now, while every process is here
+        vote_group()
     rank = dist.get_rank() if dist.is_initialized() else 0
     if device.startswith("cuda") and world > 1:
         device = f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}"
@@ -93,6 +94,39 @@ def all_sum(values: list[float], device) -> list[float]:
     t = torch.tensor([float(v) for v in values], dtype=torch.float64, device=device)
     dist.all_reduce(t)
     return t.tolist()
+
+
+@functools.cache
+def vote_group():
+    """The same processes as a gloo group, whose sums run on the CPU: reading one
+    never waits for a GPU."""
+    return dist.new_group(backend="gloo", timeout=rank_timeout())
+
+
+class Vote:
+    """Yes-or-no flags summed over all processes without waiting for them: ``cast``
+    starts the sum of this process's flags, and ``result`` returns the sum that the
+    last ``cast`` started (None when there is none). With one process the flags are
+    their own sum."""
+
+    pending = None  # (the flags, the sum under way) between a cast and its result
+
+    def cast(self, flags: list[bool]) -> None:
+        if not dist.is_initialized():  # one process: no tensor, nothing to sum
+            self.pending = [bool(flag) for flag in flags], None
+            return
+        votes = torch.tensor(flags, dtype=torch.int32)
+        work = dist.all_reduce(votes, group=vote_group(), async_op=True)
+        self.pending = votes, work
+
+    def result(self) -> list[bool] | None:
+        if self.pending is None:
+            return None
+        (votes, work), self.pending = self.pending, None
+        if work is None:
+            return votes
+        work.wait()  # cast an update ago, it is done by now
+        return [bool(v) for v in votes.tolist()]  # a CPU tensor: no device waits
 
 
 # Ctrl-C; what `kill`, `timeout`, SLURM and Kubernetes send; a closed terminal or SSH

@@ -13,7 +13,7 @@ import shutil
 import socket
 import time
 import uuid
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import psutil
@@ -48,8 +48,8 @@ from annotated_transformer.running.files import (
 from annotated_transformer.running.metrics import MetricsLog
 from annotated_transformer.running.processes import (
     Interrupt,
+    Vote,
     all_answering,
-    all_sum,
     setup_distributed,
     setup_group,
 )
@@ -236,6 +236,7 @@ class RunFolder:
     log: MetricsLog
     lock: "RunLock | None"  # held by rank 0 while the process trains
     resume: tuple | None = None  # (path, contents) of the checkpoint to continue from
+    vote: Vote = field(default_factory=Vote)  # on saving and stopping
 
     @classmethod
     def open(cls, model_config: TransformerConfig, run: RunConfig):
@@ -326,17 +327,29 @@ class RunFolder:
 
     def decide(self, at: Position, last_save: float, interrupted: bool):
         """(write a scheduled checkpoint now?, stop now?, was any process asked to
-        stop?): the same on every process, whichever of them a signal reached."""
+        stop?): the same on every process, whichever of them a signal reached. What
+        may differ between processes is voted on while the next update trains, and
+        acted on after it; with one process, and at the last update, at once."""
         r = self.run
-        scheduled = (r.save_every and at.step % r.save_every == 0) or (
-            r.save_every_minutes
-            and time.time() - last_save >= 60 * r.save_every_minutes
-        )
-        stop = interrupted or (r.max_minutes and at.minutes >= r.max_minutes)
-        votes = all_sum(
-            [float(bool(scheduled)), float(bool(stop)), float(interrupted)], self.device
-        )
-        return votes[0] > 0, votes[1] > 0, votes[2] > 0
+        # every process counts the same updates: this needs no vote
+        by_steps = bool(r.save_every) and at.step % r.save_every == 0
+        # the vote cast after the previous update, summed while this one trained
+        voted = self.vote.result() or [False, False, False]
+        if not voted[1]:  # after a stop there is nothing left to vote on
+            # a checkpoint written now starts the clock again
+            clock = r.save_every_minutes and not (by_steps or voted[0])
+            minutes = (time.time() - last_save) / 60
+            self.vote.cast(
+                [
+                    bool(clock and minutes >= r.save_every_minutes),
+                    interrupted or bool(r.max_minutes and at.minutes >= r.max_minutes),
+                    interrupted,
+                ]
+            )
+            if self.world == 1 or at.step >= r.max_steps:  # no next update to wait
+                voted = [a or b for a, b in zip(voted, self.vote.result())]
+        due, stop, asked = voted
+        return by_steps or due, stop, asked
 
     @contextlib.contextmanager
     def guard(self):

@@ -36,7 +36,7 @@ from annotated_transformer.running.processes import all_sum
 from annotated_transformer.running.recipes import band_note, stored_band
 from annotated_transformer.running.run_data import Position, RunData
 from annotated_transformer.running.run_folder import RunFolder
-from annotated_transformer.speed import batchers, choice
+from annotated_transformer.speed import choice
 
 
 # --- from book/12_training_loop.md ---
@@ -211,8 +211,6 @@ def make_update(
     optimizer, scheduler = make_optimizer(
         model, config.d_model, run.warmup, run.lr_factor, fused=fast.fused_adam
     )
-    if fast.pack:  # packed batches: the model that reads their segments (appendix A)
-        model = batchers.Packed(model)
     forward = torch.nn.parallel.DistributedDataParallel(model) if world > 1 else model
     plain = Update(
         model=forward,

@@ -11,7 +11,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
-from torch import nn
 
 from annotated_transformer.data import BOS, EOS, PAD, Batch, TokenBatches, collate
 from annotated_transformer.layers import subsequent_mask
@@ -211,8 +210,8 @@ class PackedBatches:
 
 def packed_batch(pairs, indices: Sequence[int], shape) -> Batch:
     """The pairs of ``indices`` laid into ``shape``'s rows: sources with <eos>, the
-    decoder's input <bos> y and output y <eos>. In place of masks, the batch holds each
-    token's segment, its sentence's number in the row (0 for padding)."""
+    decoder's input <bos> y and output y <eos>, with masks that keep each sentence to
+    itself and positions that start again at 0 with each sentence."""
     rows, src_length, tgt_length = shape
     laid = [[[] for _ in range(5)]]  # per row: src, tgt_in, tgt_out and two segments
     for i in indices:
@@ -236,46 +235,28 @@ def packed_batch(pairs, indices: Sequence[int], shape) -> Batch:
             out[r, : len(row[k])] = torch.tensor(row[k], dtype=torch.long)
         return out
 
-    tgt_out = side(2, tgt_length)
+    src_segment, tgt_segment, tgt_out = (
+        side(3, src_length),
+        side(4, tgt_length),
+        side(2, tgt_length),
+    )
+    causal = subsequent_mask(tgt_length)
     return Batch(
-        side(0, src_length),
-        side(1, tgt_length),
-        tgt_out,
-        side(3, src_length),  # segments in place of the source mask
-        side(4, tgt_length),  # and of the target mask
-        int((tgt_out != PAD).sum()),
+        src=side(0, src_length),
+        tgt_in=side(1, tgt_length),
+        tgt_out=tgt_out,
+        src_mask=same_segment(src_segment, src_segment),
+        tgt_mask=same_segment(tgt_segment, tgt_segment) & causal,
+        n_tokens=int((tgt_out != PAD).sum()),
+        memory_mask=same_segment(tgt_segment, src_segment),
+        positions=(segment_positions(src_segment), segment_positions(tgt_segment)),
     )
 
 
-class Packed(nn.Module):
-    """``model`` (chapter 7) that also reads packed batches: their segments become the
-    masks (a query sees its own sentence only) and positions that start again at 0 with
-    each sentence. A padded batch's masks pass through to ``model`` unchanged."""
-
-    def __init__(self, model):
-        super().__init__()
-        self.model = model
-
-    @property
-    def generator(self):
-        return self.model.generator
-
-    def forward(self, src, tgt, src_mask, tgt_mask):
-        if src_mask.dtype == torch.bool:  # a padded batch
-            return self.model(src, tgt, src_mask, tgt_mask)
-        src_segment, tgt_segment = src_mask, tgt_mask
-        m = self.model
-        x = embedded(m.src_embed, src, segment_positions(src_segment))
-        memory = m.encoder(x, same_segment(src_segment, src_segment))
-        y = embedded(m.tgt_embed, tgt, segment_positions(tgt_segment))
-        causal = subsequent_mask(tgt.size(1), device=tgt.device)
-        own = same_segment(tgt_segment, tgt_segment) & causal
-        return m.decoder(y, memory, same_segment(tgt_segment, src_segment), own)
-
-
 def same_segment(queries, keys) -> torch.Tensor:
-    """(batch, queries, keys): True where a key is in the query's segment. A padding
-    query sees every key, which keeps its (unused) softmax finite."""
+    """(batch, queries, keys): True where a key is in the query's segment (its
+    sentence's number in the row; 0 is padding). A padding query sees every key, which
+    keeps its (unused) softmax finite."""
     same = (queries.unsqueeze(-1) == keys.unsqueeze(-2)) & (keys != 0).unsqueeze(-2)
     return same | (queries == 0).unsqueeze(-1)
 
@@ -286,12 +267,3 @@ def segment_positions(segments) -> torch.Tensor:
     starts = torch.ones_like(segments, dtype=torch.bool)
     starts[:, 1:] = segments[:, 1:] != segments[:, :-1]
     return index - torch.where(starts, index, 0).cummax(dim=1).values
-
-
-def embedded(embed: nn.Sequential, ids, positions) -> torch.Tensor:
-    """What ``embed`` (the scaled embedding, then the positional encoding and its
-    dropout) gives ``ids``, with the position vectors of ``positions``."""
-    embedding, positional = embed
-    table = positional.pe  # the sinusoids of §3.5, or learned vectors (Table 3, E)
-    at = table(positions) if isinstance(table, nn.Module) else table[0, positions]
-    return positional.dropout(embedding(ids) + at)

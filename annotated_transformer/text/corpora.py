@@ -13,7 +13,8 @@ import shutil
 import tarfile
 import urllib.request
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from annotated_transformer.data import DataError, train_vocab, vocab_file
@@ -131,11 +132,9 @@ MULTI30K_URL = (
     "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw/{name}"
 )
 MULTI30K_SPLITS = {"train": "train", "valid": "val", "test": "test_2016_flickr"}
-WMT14_TEST = {"dev": ("wmt13", "newstest2013"), "test": ("wmt14/full", "newstest2014")}
 EUROPARL_URL = "https://www.statmt.org/europarl/v7/de-en.tgz"
 # The figure model's text: the first 20,000 pairs, the last 1,000 of them held out.
 EUROPARL_FIRST, EUROPARL_VALID = 20_000, 1_000
-CORPORA = ("multi30k", "wmt14", "europarl", "figure", "text")
 # More parliament, news and TED text for the figure model (chapter 15), in
 # DIR/extra-en-de/
 FIGURE_FOLDERS = (
@@ -287,11 +286,9 @@ def load_wmt14(split: str, src: str, tgt: str, data_dir: Path) -> list[tuple[str
         )
         pairs = read_parallel(en, de)
         return pairs if src == "en" else [(b, a) for a, b in pairs]
-    if split not in WMT14_TEST:
-        raise DataError(
-            f"unknown WMT14 split {split!r}; use train, sample, dev or test"
-        )
-    return wmt14_test(root, split, src, tgt)
+    # dev and test: the test sets of the table of corpora below
+    test = next(t for t in CORPORA["wmt14"].test_sets if t.split == split)
+    return wmt14_test(root, test, src, tgt)
 
 
 def wmt14_train(folder: Path, src: str, tgt: str) -> list[tuple[str, str]]:
@@ -310,11 +307,13 @@ def wmt14_train(folder: Path, src: str, tgt: str) -> list[tuple[str, str]]:
     return read_parquet_pairs(sorted(folder.glob("train-*.parquet")), src, tgt)
 
 
-def wmt14_test(root: Path, split: str, src: str, tgt: str) -> list[tuple[str, str]]:
+def wmt14_test(
+    root: Path, test: "TestSet", src: str, tgt: str
+) -> list[tuple[str, str]]:
     """newstest2013 (``dev``) or newstest2014 (``test``): from sacreBLEU's cache, the
     SGML files, plain gzip files, or else downloaded by sacreBLEU."""
     other = ({src, tgt} - {"en"}).pop()
-    test_set, name = WMT14_TEST[split]
+    split, name, test_set = test.split, test.name, test.sacrebleu
     stem = test_set.replace("/", "_")
     cache = root / "sacrebleu-cache" / test_set
     sgm = root / "newstest2014-sgm"
@@ -464,40 +463,101 @@ def load_text(
     )
 
 
+@dataclass(frozen=True)
+class TestSet:
+    """A split that translations are scored on, under the name ``evaluate --test-set``
+    takes, and sacreBLEU's name for the same sentences (None where it has none)."""
+
+    name: str
+    split: str
+    sacrebleu: str | None = None
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """A corpus of ``--corpus``: its loader ``load(split, src, tgt, data_dir)``, its
+    splits (none: any name, read from its files), the language pair that every split
+    holds in both directions (None: any), its test sets, and a small split of its
+    training text that stands in for it where only the sentences' lengths matter."""
+
+    name: str
+    about: str
+    load: Callable[[str, str, str, Path], list[tuple[str, str]]]
+    splits: tuple[str, ...]
+    languages: tuple[str, str] | None
+    test_sets: tuple[TestSet, ...] = ()
+    sample: str | None = None
+
+
+CORPORA = {
+    corpus.name: corpus
+    for corpus in (
+        Corpus(
+            name="multi30k",
+            about="image captions, 29,000 pairs",
+            load=load_multi30k,
+            splits=tuple(MULTI30K_SPLITS),
+            languages=("en", "de"),
+            test_sets=(
+                TestSet("multi30k-valid", "valid"),
+                TestSet("multi30k-test2016", "test", "multi30k/2016"),
+            ),
+        ),
+        Corpus(
+            name="wmt14",
+            about="news, parliament and web text, 4.5 million pairs",
+            load=load_wmt14,
+            splits=("train", "sample", "dev", "test"),
+            languages=("en", "de"),
+            test_sets=(
+                TestSet("newstest2013", "dev", "wmt13"),
+                TestSet("newstest2014", "test", "wmt14/full"),  # all 3003 sentences
+            ),
+            sample="sample",
+        ),
+        Corpus(
+            name="europarl",
+            about="parliament proceedings, 1.9 million pairs",
+            load=load_europarl,
+            splits=("train", "valid", "full"),
+            languages=("en", "de"),
+        ),
+        Corpus(
+            name="figure",
+            about="Europarl's first pairs with more parliament, news and TED text",
+            load=load_figure,
+            splits=("train", "valid"),
+            languages=("en", "de"),
+        ),
+        Corpus(
+            name="text",
+            about="files SPLIT.LANG in the data directory",
+            load=load_text,
+            splits=(),
+            languages=None,
+        ),
+    )
+}
+
+
 def load_pairs(
     corpus: str, split: str, src: str, tgt: str, data_dir: Path | None = None
 ) -> list[tuple[str, str]]:
-    """Sentence pairs of one split of a corpus: ``multi30k``, ``wmt14``, ``europarl``,
-    ``figure`` or ``text``."""
+    """Sentence pairs of one split of a corpus of ``CORPORA``."""
     data_dir = Path(data_dir) if data_dir else default_data_dir()
-    loaders = {
-        "multi30k": load_multi30k,
-        "wmt14": load_wmt14,
-        "europarl": load_europarl,
-        "figure": load_figure,
-        "text": load_text,
-    }
-    if corpus not in loaders:
+    if corpus not in CORPORA:
         raise DataError(
             f"unknown corpus {corpus!r}; choose one of: {', '.join(CORPORA)}"
         )
     check_split(corpus, split)
-    return loaders[corpus](split, src, tgt, data_dir)
-
-
-# The splits of the corpora that have fixed ones (WMT14's test sets and a text
-# corpus's files go by their names).
-SPLITS = {
-    "multi30k": tuple(MULTI30K_SPLITS),
-    "europarl": ("train", "valid", "full"),
-    "figure": ("train", "valid"),
-}
+    return CORPORA[corpus].load(split, src, tgt, data_dir)
 
 
 def check_split(corpus: str, split: str) -> None:
-    """Refuse a split that ``corpus`` does not have, naming those it has."""
-    if corpus in SPLITS and split not in SPLITS[corpus]:
+    """Refuse a split that ``corpus`` does not have, naming those it has (a corpus with
+    no fixed splits has every split its files name)."""
+    splits = CORPORA[corpus].splits if corpus in CORPORA else ()
+    if splits and split not in splits:
         raise DataError(
-            f"the {corpus} corpus has the splits {', '.join(SPLITS[corpus])}, not "
-            f"{split!r}"
+            f"the {corpus} corpus has the splits {', '.join(splits)}, not {split!r}"
         )

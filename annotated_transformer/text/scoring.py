@@ -83,16 +83,18 @@ def translate_and_score(
 
 
 # --- from book/22_appendix_commands.md ---
-TEST_SETS = {  # name: (corpus, split); languages come from the run
-    "multi30k-valid": ("multi30k", "valid"),
-    "multi30k-test2016": ("multi30k", "test"),
-    "newstest2013": ("wmt14", "dev"),
-    "newstest2014": ("wmt14", "test"),  # the full 3003-sentence set
+# name: (corpus, split) of every test set of the corpora; languages come from the run
+TEST_SETS = {
+    test.name: (corpus.name, test.split)
+    for corpus in corpora.CORPORA.values()
+    for test in corpus.test_sets
 }
+# sacreBLEU's names for them
 TEST_SET_ALIASES = {
-    "multi30k/2016": "multi30k-test2016",
-    "wmt13": "newstest2013",
-    "wmt14/full": "newstest2014",
+    test.sacrebleu: test.name
+    for corpus in corpora.CORPORA.values()
+    for test in corpus.test_sets
+    if test.sacrebleu
 }
 
 
