@@ -10,10 +10,12 @@ Command line: ``python -m annotated_transformer.visualize --help``.
 import argparse
 import html
 import json
+import string
 import sys
 import uuid
 import zipfile
 from dataclasses import dataclass, field, replace
+from importlib import resources
 from pathlib import Path
 
 import matplotlib
@@ -28,7 +30,6 @@ from annotated_transformer.cli import (
     check_writable,
     command,
     command_parser,
-    decoding_from_args,
     model_from_args,
     split_lines,
 )
@@ -39,7 +40,6 @@ from annotated_transformer.decoding import translate_sentences
 from annotated_transformer.figures.capture import captured_attention
 from annotated_transformer.layers import subsequent_mask
 from annotated_transformer.running.files import is_stream, write_atomically
-from annotated_transformer.speed import choice
 
 # --- from book/15_attention_figures.md ---
 KINDS = {
@@ -113,12 +113,12 @@ def capture(
     settings: DecodeConfig = PAPER_DECODING,
 ) -> SentenceAttention:
     """The weights of every layer and head on ``source`` and ``target`` (default: the
-    model's translation, decoded as ``translate`` does with the same ``settings``)."""
+    model's translation with ``settings``, which the command gives as ``translate``
+    does, the fast paths decided)."""
     if not source.strip():
         raise ValueError("the sentence is empty: give at least one word")
     if target is None:
-        fast = choice.decoding(settings, device)  # the key/value cache
-        target = translate_sentences(model, sp, [source], device, fast)[0]
+        target = translate_sentences(model, sp, [source], device, settings)[0]
     src_ids, tgt_ids = sp.encode(source) + [data.EOS], [data.BOS] + sp.encode(target)
     # before the masks: a target of n pieces would make an n x n one
     limit = min(m.max_len for m in model.modules() if hasattr(m, "max_len"))
@@ -727,61 +727,15 @@ def instrument_check(path: Path, steps: int = 400, sentences: int = 20) -> dict:
     }
 
 
-EXPLORER_SCRIPT = """
-(function () {
-  const root = document.getElementById(__ROOT__);
-  const data = JSON.parse(root.querySelector("script.at-data").textContent);
-  const svgNS = "http://www.w3.org/2000/svg", colours = __COLOURS__;
-  const sel = name => root.querySelector("select[name=" + name + "]");
-  function option(select, value, text) {
-    const o = document.createElement("option");
-    o.value = value;
-    o.textContent = text;
-    select.appendChild(o);
-  }
-  data.sentences.forEach((s, i) => option(sel("sentence"), i, s.source));
-  Object.entries(data.kinds).forEach(([k, name]) => option(sel("kind"), k, name));
-  for (let l = 0; l < data.layers; l++) option(sel("layer"), l, "layer " + (l + 1));
-  option(sel("head"), "all", "all heads");
-  for (let h = 0; h < data.heads; h++) option(sel("head"), h, "head " + (h + 1));
-  sel("layer").value = data.layer - 1;
-  function draw() {
-    const s = data.sentences[+sel("sentence").value];
-    const kind = sel("kind").value, layer = +sel("layer").value;
-    const [queries, keys] = s.labels[kind], w = s.weights[kind][layer];
-    const heads = sel("head").value === "all"
-      ? [...Array(data.heads).keys()] : [+sel("head").value];
-    const rowH = 18, svg = root.querySelector("svg");
-    const height = rowH * Math.max(queries.length, keys.length) + 10;
-    svg.setAttribute("height", height); svg.innerHTML = "";
-    const add = (tag, attrs, text) => {
-      const e = document.createElementNS(svgNS, tag);
-      Object.entries(attrs).forEach(([a, v]) => e.setAttribute(a, v));
-      if (text !== undefined) e.textContent = text;
-      svg.appendChild(e); return e;
-    };
-    heads.forEach(h => w[h].forEach((row, i) => row.forEach((v, j) => {
-      if (v >= 0.02) add("line", {
-        x1: 150, y1: rowH * i + 14, x2: 310, y2: rowH * j + 14, stroke: colours[h % 10],
-        "stroke-opacity": v, "stroke-width": 2, "data-q": i, "class": "at-mark"});
-    })));
-    queries.forEach((t, i) => add("text", {
-      x: 144, y: rowH * i + 18, "text-anchor": "end", "data-q": i, "class": "at-query"
-    }, t));
-    keys.forEach((t, j) => add("text", {x: 316, y: rowH * j + 18}, t));
-    svg.querySelectorAll("text.at-query").forEach(t => {
-      t.addEventListener("mouseenter", () => svg.querySelectorAll("line").forEach(
-        l => l.style.display = l.dataset.q === t.dataset.q ? "" : "none"));
-      t.addEventListener("mouseleave", () => svg.querySelectorAll("line").forEach(
-        l => l.style.display = ""));
-    });
-    const state = [sel("sentence").value, kind, layer, sel("head").value];
-    root.dataset.drawn = state.concat([svg.querySelectorAll("line").length]).join(",");
-  }
-  root.querySelectorAll("select").forEach(s => s.addEventListener("change", draw));
-  draw();
-})();
-"""
+def explorer_file(name: str) -> str:
+    """The text of one of the explorer's files (``explorer.js``, ``explorer.html``),
+    without the line that says where it was generated."""
+    text = (
+        resources.files("annotated_transformer.figures")
+        .joinpath(name)
+        .read_text(encoding="utf-8")
+    )
+    return text.split("\n", 1)[1]
 
 
 def explorer_data(sentences: list[SentenceAttention], digits: int = 2) -> dict:
@@ -818,8 +772,10 @@ def explorer(sentences: list[SentenceAttention]) -> str:
         "<", "\\u003c"
     )
     colours = json.dumps([matplotlib.colors.to_hex(rgb) for rgb in HEAD_COLOURS])
-    script = EXPLORER_SCRIPT.replace("__ROOT__", json.dumps(element)).replace(
-        "__COLOURS__", colours
+    script = (
+        explorer_file("explorer.js")
+        .replace("__ROOT__", json.dumps(element))
+        .replace("__COLOURS__", colours)
     )
     selects = "".join(
         # a long sentence in the list must not widen the page
@@ -833,14 +789,9 @@ def explorer(sentences: list[SentenceAttention]) -> str:
         f"&#9473;&#9473; head {h}</span> "
         for h in range(1, sentences[0].encoder.shape[1] + 1)
     )
-    return (
-        f'<div class="at-explorer" id="{element}" style="font:13px '
-        f'sans-serif">{selects}'
-        f'<div class="at-legend" style="margin:4px 0">{legend}</div>'
-        f'<script type="application/json" class="at-data">{payload}</script>'
-        '<div style="overflow-x:auto"><svg width="520" height="100" '
-        'style="display:block"></svg></div>'
-        f"<script>{script}</script></div>"
+    page = string.Template(explorer_file("explorer.html"))
+    return page.substitute(
+        element=element, selects=selects, legend=legend, payload=payload, script=script
     )
 
 
@@ -1000,12 +951,11 @@ def sentences_from(args) -> list[SentenceAttention]:
             "--target gives the translation of one sentence; do not combine it with "
             "several"
         )
-    model, sp, settings, paths, device = model_from_args(args)
+    model, sp, settings, paths, device, decoding = model_from_args(args)
     if args.save is None and args.view != "explorer":
         lines = [lines[args.index - 1]]  # one sentence is drawn: capture only that one
-    decode_settings = decoding_from_args(args)
     captured = [
-        capture(model, sp, line, args.target, device, decode_settings)
+        capture(model, sp, line, args.target, device, decoding)
         for line in tqdm(
             lines,
             desc="capturing",

@@ -292,3 +292,39 @@ def test_export_restores_the_header_and_keeps_a_students_cell(repo):
         "book/01_first.md: its code is not laid out as `ruff format` lays it out; "
         "`make format` does it"
     ]
+
+
+def test_a_fenced_block_of_another_language_is_exported_as_its_file(repo):
+    """A Markdown cell's fenced block whose first line names a file in that file's
+    comment syntax is written to the package with a header in the same syntax; a block
+    without the marker is prose. Check sees a hand edit and a file left behind."""
+    (repo / "book" / "03_third.md").write_text(
+        _chapter(
+            "#!md Script:\n\n```javascript\n// export: views/page.js\nlet a = 1;\n```",
+            "#!md Markup:\n\n```html\n<!-- export: views/page.html -->\n<p>$x</p>\n```",
+            "#!md Not exported:\n\n```javascript\nlet b = 2;\n```",
+            "#!md More:\n\n```js\n// export: views/page.js\nlet c = 3;\n```",
+        )
+    )
+    (repo / "annotated_transformer" / "views").mkdir()
+    (repo / "annotated_transformer" / "views" / "__init__.py").write_text("")
+    export(repo)
+    views = repo / "annotated_transformer" / "views"
+    assert (views / "page.js").read_text() == (
+        "// Generated from book/03_third.md by `make export`; do not edit it by "
+        "hand.\nlet a = 1;\nlet c = 3;\n"
+    )
+    assert (views / "page.html").read_text().splitlines()[1:] == ["<p>$x</p>"]
+    assert sorted(p.name for p in views.iterdir()) == [
+        "__init__.py",
+        "page.html",
+        "page.js",
+    ]
+    assert check(repo) == []
+    (views / "page.js").write_text((views / "page.js").read_text() + "let d;\n")
+    assert any("page.js differs" in p for p in check(repo))
+    export(repo)
+    (repo / "book" / "03_third.md").write_text(_chapter("print(1)"))
+    assert any("page.js is not generated" in p for p in check(repo))
+    export(repo)  # the chapter no longer writes them: they go
+    assert not (views / "page.js").exists() and not (views / "page.html").exists()

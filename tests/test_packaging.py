@@ -68,3 +68,18 @@ def test_every_sub_package_is_installed():
     }
     assert installed == folders
     assert {"annotated_transformer", "annotated_transformer.running"} <= installed
+
+
+def test_every_file_the_chapters_write_besides_modules_is_installed():
+    """The explorer's script and markup are package data: pip installs each file
+    that a chapter writes (``render_files``) because pyproject names it."""
+    tomllib = pytest.importorskip("tomllib")
+    from conftest import load_tool
+
+    written = load_tool("literate").render_files(ROOT)
+    assert {"figures/explorer.js", "figures/explorer.html"} <= set(written)
+    listed = tomllib.loads(PYPROJECT)["tool"]["setuptools"]["package-data"]
+    for name in written:
+        folder, _, file = name.rpartition("/")
+        package = ".".join(["annotated_transformer", *filter(None, folder.split("/"))])
+        assert file in listed.get(package, []), name

@@ -56,6 +56,14 @@ ANY_MARKER = re.compile(r"^\s*#\s*export\s*:", re.MULTILINE)
 # the package's and its sub-packages' faces: a docstring saying what each folder holds
 HAND_WRITTEN = "__init__.py"
 PACKAGE = "annotated_transformer"
+# A file that is not Python (the explorer's page and script) is written in a Markdown
+# cell as a fenced block whose first line names it in the file's own comment syntax:
+# `// export: figures/explorer.js` or `<!-- export: figures/explorer.html -->`.
+FENCED = re.compile(r"^```[\w-]*\n(.*?)^```", re.MULTILINE | re.DOTALL)
+FILE_MARKER = re.compile(
+    r"^(?://|<!--)\s*export:\s*((?:[a-z_]+/)*[a-z_]+\.(?:js|html))\s*(?:-->)?\s*$"
+)
+COMMENTS = {".js": ("// ", ""), ".html": ("<!-- ", " -->")}
 
 
 @dataclass(frozen=True)
@@ -91,6 +99,38 @@ def exported_cells(root: Path) -> list[ExportedCell]:
             if match:
                 cells.append(ExportedCell(rel, match.group(1), rest.strip("\n")))
     return cells
+
+
+def exported_files(root: Path) -> dict[str, tuple[list[str], str]]:
+    """Each non-Python file the chapters write: its path in the package -> (the
+    chapters, its text), blocks of one file joined in chapter order."""
+    files: dict[str, tuple[list[str], str]] = {}
+    for path in chapters(root):
+        rel = path.relative_to(root).as_posix()
+        for cell in read_chapter(path).cells:
+            if cell.cell_type != "markdown":
+                continue
+            for block in FENCED.findall(cell.source):
+                first, _, rest = block.partition("\n")
+                if match := FILE_MARKER.match(first):
+                    sources, text = files.get(match.group(1), ([], ""))
+                    sources = list(dict.fromkeys([*sources, rel]))
+                    files[match.group(1)] = (sources, text + rest)
+    return files
+
+
+def render_files(root: Path) -> dict[str, str]:
+    """Map each non-Python file's path in the package to its text: a header in the
+    file's comment syntax, then its blocks."""
+    rendered = {}
+    for name, (sources, text) in sorted(exported_files(root).items()):
+        opening, closing = COMMENTS[Path(name).suffix]
+        header = (
+            f"{opening}Generated from {', '.join(sources)} by `make export`; do not "
+            f"edit it by hand.{closing}\n"
+        )
+        rendered[name] = header + text.rstrip("\n") + "\n"
+    return rendered
 
 
 def _split_imports(source: str, where: str) -> tuple[str, list[ast.stmt], str]:
@@ -280,7 +320,7 @@ def export(root: Path) -> list[Path]:
             chapter, normalised_chapter(chapter.read_text(encoding="utf-8"))
         )
     package = root / PACKAGE
-    wanted = render_modules(root)
+    wanted = render_modules(root) | render_files(root)
     for filename, text in wanted.items():
         changed += _write_if_different(package / filename, text)
     for stale in _generated_files(package):
@@ -299,7 +339,7 @@ def check(root: Path) -> list[str]:
     sync)."""
     problems = []
     package = root / PACKAGE
-    wanted = render_modules(root)
+    wanted = render_modules(root) | render_files(root)
     for filename, text in wanted.items():
         path = package / filename
         if not (path.parent / HAND_WRITTEN).exists():
@@ -313,7 +353,7 @@ def check(root: Path) -> list[str]:
             problems.append(
                 f"{path.relative_to(root)} differs from its chapters: run `make export`"
             )
-    for path in sorted(package.rglob("*.py")):
+    for path in sorted({*_generated_files(package), *package.rglob("*.py")}):
         if _name(package, path) not in wanted and path.name != HAND_WRITTEN:
             problems.append(
                 f"{path.relative_to(root)} is not generated from any chapter"
@@ -370,11 +410,17 @@ def _name(package: Path, path: Path) -> str:
 
 
 def _generated_files(package: Path) -> list[Path]:
+    """The files a chapter wrote: modules and the non-Python files, by their headers."""
+    headers = (
+        "# Generated from ",
+        *(f"{o}Generated from " for o, _ in COMMENTS.values()),
+    )
     return [
         p
-        for p in sorted(package.rglob("*.py"))
-        if p.name != HAND_WRITTEN
-        and p.read_text(encoding="utf-8").startswith("# Generated from ")
+        for p in sorted(package.rglob("*"))
+        if p.suffix in (".py", *COMMENTS)
+        and p.name != HAND_WRITTEN
+        and p.read_text(encoding="utf-8").startswith(headers)
     ]
 
 
