@@ -148,6 +148,8 @@ def benchmark_training(args) -> dict:
 def time_paths(args, config, batches, device: str, warmup: int, cpu_peak) -> list:
     """``time_training`` for each path of ``args``, and the fast path compiled, with
     the MFU of each against the peak of the precision it ran in."""
+    # every fast path the device runs, decided once; each path takes what it names
+    fast = choice.fast_paths(device, every=True)
     paths = [
         TrainingPath(
             name,
@@ -173,7 +175,7 @@ def time_paths(args, config, batches, device: str, warmup: int, cpu_peak) -> lis
     )
     results = []
     for path in tqdm(paths, desc="implementations", disable=not args.progress):
-        r = time_training(path, config, batches, device, warmup)
+        r = time_training(path, config, batches, device, warmup, fast)
         peak = peak_flops(device, r["bf16"]) if cpu_peak is None else cpu_peak
         r["mfu"] = r["flops_per_s"] / peak if peak else None
         results.append(r)
@@ -360,7 +362,8 @@ def data_worker(job: dict) -> dict:
     # the process with its plan and first batch, before any model
     data_rss = peak_memory_gib("cpu")
     config = RUN_PRESETS["multi30k"][0].replace(vocab_size=job["vocab_size"])
-    update = time_training(TrainingPath("fast"), config, [first], "cpu", warmup=0)
+    fast = choice.fast_paths("cpu", every=True)  # as the benchmark's fast path
+    update = time_training(TrainingPath("fast"), config, [first], "cpu", 0, fast)
     first_update = time.time()
     start, tokens = time.perf_counter(), 0
     for indices in order[1 : 1 + job["batches"]]:
@@ -626,13 +629,13 @@ ENGINES = {  # name: what it is
 def decode_ours(
     model, sp, sentences, settings: DecodeConfig, device="cpu", profile=False
 ) -> tuple[float, list, dict]:
-    """Seconds to decode ``sentences`` with the book's decoding (``decode_ids``), the
-    output token ids, and with ``profile`` more passes (else {}): the top operators of a
-    profiled one (``profile_steps``) with its number of decoding steps (calls of the
-    generator), and the matrix FLOPs of another (``matrix_flops``)."""
+    """Seconds to decode ``sentences`` with the book's decoding (``decode_ids``) and
+    ``settings`` as given, the output token ids, and with ``profile`` more passes (else
+    {}): the top operators of a profiled one (``profile_steps``) with its number of
+    decoding steps (calls of the generator), and the matrix FLOPs of another
+    (``matrix_flops``)."""
     ids = sp.encode(sentences)
     start = time.perf_counter()
-    settings = choice.decoding(settings, device)  # as translate decodes
     outputs = decode_ids(model, ids, device, settings)
     seconds = time.perf_counter() - start
     if not profile:
@@ -702,9 +705,9 @@ def decode_worker(job: dict, requests) -> Iterator[dict]:
     down): a pass over the test set for each request read from ``requests``, a line of
     JSON such as {"profile": false, "step_batches": [1, 64]} (the second: also
     ``step_milliseconds`` at those batch sizes). The engine is loaded once, for every
-    pass: our model with the attention kernel of the engine (``ours``: load_model's
-    choice for the device; ``ours-sdpa``: the fused kernel), or the CTranslate2 model
-    and its vocabulary."""
+    pass: our model with the attention kernel of the engine (``ours``: the fast paths
+    that translate takes on the device; ``ours-sdpa``: the fused kernel), decided here
+    once for the process, or the CTranslate2 model and its vocabulary."""
     from annotated_transformer.running.checkpoints import load_model
 
     torch.set_num_threads(job["threads"])
@@ -712,9 +715,9 @@ def decode_worker(job: dict, requests) -> Iterator[dict]:
     settings = DecodeConfig(**job["settings"])
     model = translator = stepper = None
     if job["engine"].startswith("ours"):
-        fast = choice.fast_paths(job["device"])  # as translate loads the model
-        if job["engine"] == "ours-sdpa":
-            fast = choice.all_fast_paths(job["device"])
+        # ours: the fast paths translate takes; ours-sdpa: the fused kernel as well
+        fast = choice.fast_paths(job["device"], every=job["engine"] == "ours-sdpa")
+        settings = choice.decoding(settings, fast)  # as translate decodes
         model, sp, _ = load_model(
             [Path(job["model_file"])], job["device"], fast, fewer_pieces=True
         )
@@ -825,8 +828,9 @@ def decoding_model(args, work: Path) -> tuple[Path, object, str]:
             f"random weights ({args.random_weights})",
         )
     else:
+        # the plain model: the engines read its weights from a file
         model, sp, settings, paths = load_run_model(
-            Path(args.run), args.checkpoint, args.average
+            Path(args.run), choice.FastPaths(), args.checkpoint, args.average
         )
         what = (
             f"{paths[-1].parent.parent if not args.checkpoint else paths[0]} "

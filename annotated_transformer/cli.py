@@ -35,6 +35,7 @@ from annotated_transformer.data import DataError
 from annotated_transformer.running import devices
 from annotated_transformer.running.checkpoints import CheckpointError, load_run_model
 from annotated_transformer.running.files import WriteError, is_stream, nearest_folder
+from annotated_transformer.speed import choice
 from annotated_transformer.text import corpora
 
 # 130 = 128 + SIGINT, what shells report for a program stopped by Ctrl-C.
@@ -403,9 +404,10 @@ def add_model_arguments(parser: argparse.ArgumentParser, batches: bool = True) -
 
 
 def model_from_args(args):
-    """The model, its vocabulary and run settings, the checkpoints read and the device
-    the options name."""
-    decoding_from_args(args)  # a bad decoding option is refused before the model loads
+    """The model, its vocabulary and run settings, the checkpoints read, the device
+    the options name and the decoding settings they give. The fast paths for the device
+    are decided here, once, for the model and for its decoding (appendix A)."""
+    decoding = decoding_from_args(args)  # refused before the model loads
     if args.average is not None and args.average < 1:
         raise ValueError(
             f"--average must be at least 1 (1: no averaging), got {args.average}"
@@ -416,10 +418,12 @@ def model_from_args(args):
             f"--threads must be at least 0 (0: chosen), got {args.threads}"
         )
     devices.decoding_threads(device, args.threads)
+    fast = choice.fast_paths(device)
     model, sp, settings, paths = load_run_model(
-        Path(args.run), args.checkpoint, args.average, device
+        Path(args.run), fast, args.checkpoint, args.average, device
     )
-    return model, sp, settings, paths, device
+    # with the key/value cache when the fast paths take it
+    return model, sp, settings, paths, device, choice.decoding(decoding, fast)
 
 
 LINE_BREAKS_INSIDE = re.compile(r"[\r\v\f\x1c-\x1e\x85\u2028\u2029]")

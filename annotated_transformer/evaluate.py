@@ -15,7 +15,6 @@ from annotated_transformer.cli import (
     check_writable,
     command,
     command_parser,
-    decoding_from_args,
     file_name,
     model_from_args,
     printable,
@@ -94,7 +93,7 @@ def scored_pairs(args, run) -> tuple[str, list]:
 def main(args: argparse.Namespace) -> int:
     if args.limit < 0:
         raise ValueError("--limit must be at least 0")
-    model, sp, settings, paths, device = model_from_args(args)
+    model, sp, settings, paths, device, decoding = model_from_args(args)
     _, run = configs_of(settings)  # checked when the model was read
     name, pairs = scored_pairs(args, run)
     # names read from the model's file are shown printable, and make no paths
@@ -128,7 +127,7 @@ def main(args: argparse.Namespace) -> int:
         pairs,
         run.tgt_lang,
         device,
-        decoding_from_args(args),
+        decoding,
         progress=args.progress,
     )
     write_atomically(out / f"{stem}.hyp", "".join(h + "\n" for h in hypotheses))

@@ -534,10 +534,10 @@ def parse_and_score(
     score. With ``shape`` (labels, deepest nesting: ``grammar`` of the training trees),
     the search keeps to trees of each sentence of that shape (``TreeOfSentence``), whose
     words are written as ``placeholder`` if the model was trained so; without, it
-    decodes freely, as §6.3 does."""
+    decodes freely, as §6.3 does. ``settings`` are used as given: the command gives
+    them with the fast paths that its training took (``choice.decoding``)."""
     words = [[placeholder or word for word in tree_words(t)] for t in gold]
     rule = None if shape is None else TreeOfSentence(sp, shape[0], words, shape[1])
-    settings = choice.decoding(settings, device)  # the key/value cache
     outputs = translate_sentences(
         model,
         sp,
@@ -677,7 +677,7 @@ def parse_split(args, result: dict, trees: dict, placeholder: str | None) -> dic
         result["model"],
         result["sp"],
         gold,
-        decoding_from_args(args),
+        choice.decoding(decoding_from_args(args), result["fast"]),  # as training chose
         result["device"],
         progress=args.progress,
         shape=shape,

@@ -15,7 +15,6 @@ from annotated_transformer.cli import (
     check_writable,
     command,
     command_parser,
-    decoding_from_args,
     model_from_args,
     split_lines,
 )
@@ -23,7 +22,6 @@ from annotated_transformer.config import DecodeConfig
 from annotated_transformer.data import DataError
 from annotated_transformer.decoding import translate_sentences
 from annotated_transformer.running.files import WriteError, write_atomically
-from annotated_transformer.speed import choice
 
 
 @dataclass(frozen=True)
@@ -148,9 +146,7 @@ def main(args: argparse.Namespace) -> int:
             raise data.DataError(
                 "standard output is closed: give a file for the translations with -o"
             )
-        decoding = decoding_from_args(args)  # refused before the model is loaded
-        model, sp, _, paths, device = model_from_args(args)
-        decoding = choice.decoding(decoding, device)  # the key/value cache
+        model, sp, _, paths, device, decoding = model_from_args(args)
         translator = Translator(model, sp, device, decoding, args.progress)
         if (
             args.input is None

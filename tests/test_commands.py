@@ -28,7 +28,10 @@ from annotated_transformer.running.checkpoints import (
     load_checkpoint,
     load_model,
 )
+from annotated_transformer.speed import choice
 from annotated_transformer.text.scoring import scores, split_compounds
+
+CPU = choice.fast_paths("cpu")  # what the commands decide on this machine's CPU
 
 
 @pytest.fixture(scope="module")
@@ -224,7 +227,7 @@ def test_evaluate_scores_its_own_translations_with_sacrebleu(
     # the hypotheses are greedy translations of the first ten sources, as translate
     # makes them
     sources = (text_corpus / "test.en").read_text(encoding="utf-8").splitlines()[:10]
-    net, sp, _ = load_model(checkpoints(trained_run)[-1:])
+    net, sp, _ = load_model(checkpoints(trained_run)[-1:], "cpu", CPU)
     assert hypotheses == decoding.translate_sentences(
         net, sp, sources, settings=config.DecodeConfig(beam_size=1)
     )
@@ -372,7 +375,7 @@ def test_decoding_with_the_fused_attention_kernel_writes_the_same_translations(
     from annotated_transformer.attention import MultiHeadedAttention
     from annotated_transformer.running.checkpoints import load_model, run_weights
 
-    net, sp, _ = load_model(run_weights(trained_run))
+    net, sp, _ = load_model(run_weights(trained_run), "cpu", CPU)
     sentences = (text_corpus / "test.en").read_text(encoding="utf-8").splitlines()
     settings = config.DecodeConfig(beam_size=beam_size)
     outputs = []
@@ -409,7 +412,7 @@ def test_the_readmes_ctranslate2_snippet_translates_a_bundled_folder(
     served = eval(capsys.readouterr().out)
     from annotated_transformer.running.checkpoints import load_model, run_weights
 
-    net, sp, _ = load_model(run_weights(trained_run))
+    net, sp, _ = load_model(run_weights(trained_run), "cpu", CPU)
     sentences = ["A man is riding a bicycle.", "Two dogs play in the snow."]
     assert sentences[0] in snippet and sentences[1] in snippet
     greedy_settings = config.DecodeConfig(beam_size=1)
@@ -470,7 +473,7 @@ def test_a_decoding_benchmark_worker_decodes_as_translate_does(
         )
         == 0
     )
-    _, sp, _ = load_model([shared])
+    _, sp, _ = load_model([shared], "cpu", CPU)
     assert [sp.decode(ids) for ids in out["outputs"]] == translations.read_text(
         encoding="utf-8"
     ).splitlines()

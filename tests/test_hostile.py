@@ -30,7 +30,7 @@ from annotated_transformer import (
     visualize,
 )
 from annotated_transformer.model import make_model
-from annotated_transformer.running import checkpoints, devices, run_data, run_folder
+from annotated_transformer.running import checkpoints, devices, run_folder
 from annotated_transformer.text import corpora
 
 TRAIN = [sys.executable, "-m", "annotated_transformer.train"]
@@ -43,7 +43,7 @@ def test_a_trainer_that_fails_removes_nothing_another_trainer_wrote(
 ):
     run = tmp_path / "run"
     other = {}
-    prepare = run_data.prepare_data
+    prepare = run_folder.prepare_data
 
     def another_trainer_arrives(*args, **kwargs):
         # while this trainer prepares its data, a second one starts on the folder
@@ -54,7 +54,7 @@ def test_a_trainer_that_fails_removes_nothing_another_trainer_wrote(
             other["refused"] = str(refused)
         return prepare(*args, **kwargs)
 
-    monkeypatch.setattr(run_data, "prepare_data", another_trainer_arrives)
+    monkeypatch.setattr(run_folder, "prepare_data", another_trainer_arrives)
     too_small = train_argv(text_corpus, run, 2, "--batch-tokens", "8")
     assert train.main(too_small) == 2
     assert "fewer than the longest kept pair" in capsys.readouterr().err

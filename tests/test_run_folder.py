@@ -404,7 +404,12 @@ def test_the_cached_vocabulary_is_named_by_its_fingerprint_and_reused(
     assert sp.serialized_model_proto() == data.train_vocab(pairs, 60)
     assert (
         run_data.prepare_data(
-            RunConfig(), 60, path, (pairs, pairs[:20]), say=lambda *a: None
+            RunConfig(),
+            60,
+            path,
+            (pairs, pairs[:20]),
+            say=lambda *a: None,
+            token_cache=False,
         )[3]
         is None
     )

@@ -633,6 +633,72 @@ def test_the_decision_finder_tells_deciding_from_passing_on():
     ]
 
 
+# Each command asks `speed.choice.fast_paths` once, where it starts, and hands the
+# answer (a frozen FastPaths) down: a library function that asked again could choose
+# differently from the command that called it.
+ASKING = {"fast_paths", "all_fast_paths"}
+FAST_PATH_ENTRY_POINTS = {
+    # train, variations and parsing train through it, and so do the chapters
+    "running.trainer.start",
+    # translate, evaluate and visualize load their model and decode through it
+    "cli.model_from_args",
+    # benchmark train: every implementation takes its part of one decision
+    "benchmark.time_paths",
+    # benchmark data: a process of its own makes one update
+    "benchmark.data_worker",
+    # benchmark decode: a process of its own loads each engine
+    "benchmark.decode_worker",
+}
+
+
+def fast_path_askers(tree: ast.Module, module: str) -> dict[str, int]:
+    """How many times each function of ``module`` names ``fast_paths`` (a call, or the
+    function handed on to be called later), by its dotted name. Code outside any
+    function, such as a default computed at import, counts as the module's."""
+    asked = {}
+
+    def visit(node: ast.AST, owner: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            inner = owner
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                inner = f"{owner}.{child.name}"
+            name = getattr(child, "attr", None) or getattr(child, "id", None)
+            if isinstance(child, (ast.Attribute, ast.Name)) and name in ASKING:
+                asked[owner] = asked.get(owner, 0) + 1
+            visit(child, inner)
+
+    visit(tree, module)
+    return asked
+
+
+def test_each_entry_point_asks_for_the_fast_paths_once_and_hands_them_down():
+    asked = {}
+    for name, tree in sorted(TREES.items()):
+        if name != "speed.choice":  # where the answer is computed
+            asked.update(fast_path_askers(tree, name))
+    assert asked == dict.fromkeys(FAST_PATH_ENTRY_POINTS, 1)
+
+
+def test_the_asker_finder_sees_calls_defaults_methods_and_handed_on_functions():
+    source = (
+        "def entry(device):\n"
+        "    return work(choice.fast_paths(device))\n"
+        "def library(settings, fast):\n"
+        "    return choice.decoding(settings, fast), s.fast_paths_taken()\n"
+        "def prepare(token_cache=choice.fast_paths().token_cache):\n"
+        "    return {'fast_paths': token_cache}\n"
+        "class Loader:\n"
+        "    def load(self, device):\n"
+        "        ask = choice.all_fast_paths\n"
+        "        return ask(device), fast_paths(device)\n"
+        "DEFAULT = choice.fast_paths()\n"
+    )
+    asked = fast_path_askers(ast.parse(source), "m")
+    assert asked == {"m.entry": 1, "m.prepare": 1, "m.Loader.load": 2, "m": 1}
+    # declared as the one entry point, "entry" leaves the others found: the test fails
+    assert set(asked) - {"m.entry"} == {"m.prepare", "m.Loader.load", "m"}
+
+
 def test_the_commands_load_no_training_loop_and_the_loop_no_command():
     graph = import_graph(TREES)
     # translate, evaluate, bundle and visualize share cli: it chooses a device, not

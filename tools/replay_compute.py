@@ -20,6 +20,7 @@ from annotated_transformer import data
 from annotated_transformer.config import RunConfig, TransformerConfig
 from annotated_transformer.measure.flops import batch_lengths, training_flops
 from annotated_transformer.running import run_data
+from annotated_transformer.speed import choice
 
 
 def replay(run_dir: Path, data_dir: Path) -> dict[int, float]:
@@ -45,7 +46,11 @@ def replay(run_dir: Path, data_dir: Path) -> dict[int, float]:
             # lists: the folder goes away
             token_cache=False,
         )
-    stream = run_data.UpdateStream(train_pairs, run, settings.get("world_size", 1), 0)
+    # the batches the run's own fast paths made: its --buckets and --pack
+    fast = choice.fast_paths("cpu", run)
+    stream = run_data.UpdateStream(
+        train_pairs, run, fast, settings.get("world_size", 1), 0
+    )
     at, total, totals = run_data.Position(), 0.0, {}
     for _ in tqdm(range(max(logged)), desc="replaying updates", unit="update"):
         micro = stream.next(at)

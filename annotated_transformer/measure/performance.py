@@ -117,16 +117,22 @@ def peak_memory_gib(device: str) -> float | None:
     )
 
 
-def training_step(path: TrainingPath, config, device: str, shapes: int):
+def training_step(path: TrainingPath, config, device: str, shapes: int, fast):
     """A fresh model of implementation ``path``, as the function that makes one
     update of the training loop on a batch (the trainer's own ``make_update``, with
-    the default run's schedule), and the fast paths it takes. Compiled, the model
-    is specialized to each of ``shapes`` batch shapes (a few fixed shapes:
+    the default run's schedule), and the fast paths it takes: those of ``fast``, every
+    one the device runs, as far as ``path`` asks for them. Compiled, the model is
+    specialized to each of ``shapes`` batch shapes (a few fixed shapes:
     ``ShapedBatches``), or with 0 compiled once for all."""
-    run = MULTI30K_RUN.replace(bf16=path.bf16, compile=path.compile, buckets=shapes)
     # teaching: the plain code, float32 and PyTorch's default Adam
     teaching = path.name == "teaching"
-    fast = choice.FastPaths() if teaching else choice.all_fast_paths(device, run)
+    fast = (
+        choice.FastPaths()
+        if teaching
+        else dataclasses.replace(
+            fast, bf16=fast.bf16 and path.bf16, compile=path.compile, buckets=shapes
+        )
+    )
     if path.loss_chunk is not None and not teaching:
         fast = dataclasses.replace(fast, loss_chunk=path.loss_chunk)
     fast = dataclasses.replace(fast, pack=path.pack)
@@ -135,7 +141,7 @@ def training_step(path: TrainingPath, config, device: str, shapes: int):
         model = TorchTransformer(config, matched_dropout=matched)
     else:
         model = make_model(choice.model_config(config, fast))
-    update = make_update(model.to(device).train(), config, run, fast)
+    update = make_update(model.to(device).train(), config, MULTI30K_RUN, fast)
 
     def step(batch):
         update([batch])
@@ -144,10 +150,11 @@ def training_step(path: TrainingPath, config, device: str, shapes: int):
 
 
 def time_training(
-    path: TrainingPath, config, batches: list, device: str, warmup: int
+    path: TrainingPath, config, batches: list, device: str, warmup: int, fast
 ) -> dict:
     """Train a fresh model of implementation ``path`` on ``batches``
-    (``training_step``): the first ``warmup`` untimed, then the rest timed. The model is
+    (``training_step``, with the fast paths ``fast`` decided once for every path):
+    the first ``warmup`` untimed, then the rest timed. The model is
     compiled for each batch shape when the untimed batches hold every shape there is.
     With ``path.profile``, that many further steps run under PyTorch's profiler and its
     top operators are returned."""
@@ -156,7 +163,7 @@ def time_training(
     first_shapes = {(b.src.shape, b.tgt_in.shape) for b in batches[:warmup]}
     static = len(shapes) <= 16 and first_shapes == shapes
     fixed = len(shapes) if static else 0
-    step, fast = training_step(path, config, device, fixed)
+    step, fast = training_step(path, config, device, fixed, fast)
     on_gpu = device.startswith("cuda")
     on_device = [b.to(device) for b in batches]
     synchronize = torch.cuda.synchronize if on_gpu else (lambda: None)

@@ -432,10 +432,11 @@ def opened(paths: list[Path]):
 
 
 def load_model(
-    paths: list[Path], device: str = "cpu", fast=None, fewer_pieces: bool = False
+    paths: list[Path], device: str, fast: choice.FastPaths, fewer_pieces: bool = False
 ):
-    """The model (in eval mode, averaged over ``paths``), its vocabulary and the run's
-    settings; with the fast paths ``fast`` (default: ``choice.fast_paths(device)``'s).
+    """The model (in eval mode, averaged over ``paths``, on ``device``), its vocabulary
+    and the run's settings; the model takes the fast paths ``fast`` that the command
+    decided for the device (``choice.fast_paths``).
 
     ``paths`` are checkpoints of one run folder, or a single model file written by
     ``bundle``. The vocabulary must have the model's size; with ``fewer_pieces`` it
@@ -467,7 +468,6 @@ def load_model(
 
         if not bundled:
             check_own_checkpoint(paths[-1], last, recorded, where)
-        fast = fast or choice.fast_paths(device)
         model = make_model(choice.model_config(config, fast))
         # the newest first, then the earlier ones, one at a time
         earlier = (weights(p, f) for p, f in zip(paths[:-1], files[:-1]))
@@ -549,17 +549,18 @@ def check_settings_fingerprint(state: dict, path: Path) -> None:
 
 def load_run_model(
     run: Path,
+    fast: choice.FastPaths,
     checkpoint: Path | None = None,
     average: int | None = None,
     device: str = "cpu",
 ):
-    """``load_model`` of the ``run_weights``, and the paths read. A run may be read
-    while it trains: a checkpoint it deletes meanwhile is replaced by its current
-    ones (up to three tries)."""
+    """``load_model`` of the ``run_weights`` with the fast paths ``fast``, and the
+    paths read. A run may be read while it trains: a checkpoint it deletes meanwhile is
+    replaced by its current ones (up to three tries)."""
     for attempt in range(3):
         paths = run_weights(run, checkpoint, average)
         try:
-            return (*load_model(paths, device), paths)
+            return (*load_model(paths, device, fast), paths)
         except CheckpointGone:
             if checkpoint is not None or attempt == 2:
                 raise
@@ -600,7 +601,10 @@ def bundle_run(
     many as the run's own setting and its checkpoints allow) with its configuration and
     vocabulary into the file ``out``, and/or as a CTranslate2 model into the folder
     ``ct2`` (appendix A)."""
-    model, sp, settings, paths = load_run_model(run, average=average)
+    # the plain model: its weights are the same whichever fast paths load them
+    model, sp, settings, paths = load_run_model(
+        run, choice.FastPaths(), average=average
+    )
     result = {"checkpoints": [p.name for p in paths]}
     if out is not None:
         if not is_stream(out):  # tied weights are one tensor under several names

@@ -36,7 +36,15 @@ class UpdateStream:
     epoch, from any position. All processes plan the same batches, so each one can count
     a whole update without asking the others, and trains on its ``share``."""
 
-    def __init__(self, pairs, run: RunConfig, world: int, rank: int, epoch: int = 0):
+    def __init__(
+        self,
+        pairs,
+        run: RunConfig,
+        fast: choice.FastPaths,
+        world: int,
+        rank: int,
+        epoch: int = 0,
+    ):
         self.pairs, self.world, self.rank = pairs, world, rank
         self.accumulate = run.accumulate
         self.parts = world * run.accumulate  # micro-batches in one update
@@ -50,8 +58,9 @@ class UpdateStream:
                 f"longest kept pair's {longest}: give --batch-tokens "
                 f"{longest * self.parts} or more, or a lower --max-sentence-tokens"
             )
+        # the batch shapes that the fast paths ask for (appendix A)
         self.batches = batchers.batching(
-            *self.lengths, self.budget, run.buckets, seed=run.seed, pack=run.pack
+            *self.lengths, self.budget, fast.buckets, seed=run.seed, pack=fast.pack
         )
         self.epoch, self.plan = -1, []
         self.plan_epoch(epoch)  # the epoch the run starts or resumes in, planned once
@@ -157,12 +166,14 @@ def prepare_data(
     vocab_path: Path,
     splits: tuple,
     say=print,
-    token_cache: bool = choice.fast_paths().token_cache,
+    *,
+    token_cache: bool,
 ):
     """The vocabulary (read from ``vocab_path``, else trained in memory) and the pairs
-    as token ids, filtered; with ``token_cache`` the training pairs go into the run
-    folder's token cache, built once and mapped by every process. Writes nothing else;
-    returns the vocabulary's bytes if trained here, to be written later."""
+    as token ids, filtered; with ``token_cache`` (the session's ``FastPaths`` say) the
+    training pairs go into the run folder's token cache, built once and mapped by every
+    process. Writes nothing else; returns the vocabulary's bytes if trained here, to be
+    written later."""
     train_pairs, valid_pairs = splits
     trained = (
         None if vocab_path.is_file() else data.train_vocab(train_pairs, vocab_size)
@@ -200,20 +211,3 @@ def prepare_data(
             )
             raise data.DataError(f"no {name} pairs are left: {report}; {advice}")
     return sp, train, valid, trained
-
-
-def first_data(
-    model_config: TransformerConfig,
-    run: RunConfig,
-    world: int,
-    vocab_path: Path,
-    splits: tuple,
-    epoch: int,
-):
-    """Rank 0's data (its stream of updates from ``epoch``) and the vocabulary to
-    write."""
-    sp, train_pairs, valid_pairs, trained = prepare_data(
-        run, model_config.vocab_size, vocab_path, splits
-    )
-    stream = UpdateStream(train_pairs, run, world, 0, epoch)
-    return RunData(sp, stream, valid_pairs), trained

@@ -58,7 +58,6 @@ from annotated_transformer.running.run_data import (
     RunData,
     UpdateStream,
     check_lengths,
-    first_data,
     load_splits,
     prepare_data,
 )
@@ -113,13 +112,15 @@ def write_new_run(out_dir: Path, vocab_path: Path, trained, settings, new) -> No
         write_atomically(out_dir / "config.json", json.dumps(settings, indent=2))
 
 
-def process_data(model_config, run, ranks: tuple, recorded, settings, epoch: int):
-    """This process's data (its stream of updates from ``epoch``) and, on rank 0, the
-    folder's lock. ``ranks``: (this process, all processes);
-    ``recorded``: (settings the run recorded, the file they were read from), or
-    None for a new run. Rank 0 adds the vocabulary's name and fingerprint to
+def process_data(model_config, run, fast, ranks: tuple, start: tuple, settings):
+    """This process's data (its stream of updates, with the fast paths ``fast``) and,
+    on rank 0, the folder's lock. ``ranks``: (this process, all processes); ``start``:
+    what ``resume_point`` found, the checkpoint to resume from (its epoch is where the
+    stream starts) and (the settings the run recorded, the file they were read from),
+    either None for a new run. Rank 0 adds the vocabulary's name and fingerprint to
     ``settings``."""
-    rank, world = ranks
+    (rank, world), (resume, recorded) = ranks, start
+    epoch = resume[1].get("epoch", 0) if resume else 0
     out_dir, lock = Path(run.out_dir), None
     saved, where = recorded or (None, None)
     # Only rank 0 reads the training text; the others map the token cache that it
@@ -136,9 +137,15 @@ def process_data(model_config, run, ranks: tuple, recorded, settings, epoch: int
         # it, and a start that fails removes only a folder that it made itself.
         lock = RunLock(out_dir)
         try:
-            run_data, trained = first_data(
-                model_config, run, world, vocab_path, splits, epoch
+            sp, train_pairs, valid_pairs, trained = prepare_data(
+                run,
+                model_config.vocab_size,
+                vocab_path,
+                splits,
+                token_cache=fast.token_cache,
             )
+            # a stream that cannot be planned stops the start before any write
+            stream = UpdateStream(train_pairs, run, fast, world, rank, epoch)
             settings["data"] = {
                 "vocabulary": vocab_name,
                 "sha256": fingerprint(trained or vocab_path),
@@ -159,10 +166,10 @@ def process_data(model_config, run, ranks: tuple, recorded, settings, epoch: int
             out_dir / "vocab" / run_vocabulary(out_dir, written),
             splits,
             lambda *_: 0,
+            token_cache=fast.token_cache,
         )
-        stream = UpdateStream(train_pairs, run, world, rank, epoch)
-        run_data = RunData(sp, stream, valid_pairs)
-    return run_data, lock
+        stream = UpdateStream(train_pairs, run, fast, world, rank, epoch)
+    return RunData(sp, stream, valid_pairs), lock
 
 
 def resume_point(out_dir: Path) -> tuple:
@@ -239,9 +246,9 @@ class RunFolder:
     vote: Vote = field(default_factory=Vote)  # on saving and stopping
 
     @classmethod
-    def open(cls, model_config: TransformerConfig, run: RunConfig):
-        """Start this process among the others, check the folder, read the data: (the
-        folder, the data)."""
+    def open(cls, model_config: TransformerConfig, run: RunConfig, fast):
+        """Start this process among the others, check the folder, read the data with
+        the fast paths ``fast`` that the session took: (the folder, the data)."""
         rank, world, device = setup_distributed(resolve_device(run.device))
         settings = {
             "model": model_config.to_dict(),
@@ -252,16 +259,16 @@ class RunFolder:
         check_run_folder(out_dir)
         check_lengths(model_config, run)
         check_training_memory(model_config, device)
-        resume, recorded = resume_point(out_dir)
+        start = resume_point(out_dir)
+        resume, recorded = start
         check_same_run(out_dir, recorded and recorded[0], settings)
         # a new run's identity, which its checkpoints carry; runs made before
         # identities were recorded go on without one
         run_id = recorded[0].get("run_id") if recorded else uuid.uuid4().hex
         if run_id:
             settings["run_id"] = run_id
-        epoch = resume[1].get("epoch", 0) if resume else 0
         run_data, lock = process_data(
-            model_config, run, (rank, world), recorded, settings, epoch
+            model_config, run, fast, (rank, world), start, settings
         )
         folder = cls(
             run=run,

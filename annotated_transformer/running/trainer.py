@@ -6,7 +6,6 @@ checkpoints, on one process or many."""
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import signal as signal_module
 import time
@@ -30,7 +29,11 @@ from annotated_transformer.optimization import (
     label_smoothed_loss,
     make_optimizer,
 )
-from annotated_transformer.running.devices import ThreadChooser, training_threads
+from annotated_transformer.running.devices import (
+    ThreadChooser,
+    resolve_device,
+    training_threads,
+)
 from annotated_transformer.running.files import WriteError
 from annotated_transformer.running.processes import all_sum
 from annotated_transformer.running.recipes import band_note, stored_band
@@ -110,7 +113,7 @@ def train_session(s: Session, progress: bool) -> dict:
         "rank": folder.rank,
         "minutes": at.minutes,
         "flops": at.flops,
-        "fast_paths": s.fast_paths_taken(),
+        "fast": s.fast,  # the fast paths it took, which scoring takes too
     }
 
 
@@ -153,8 +156,9 @@ class UpdateCounts:
 def start(model_config: TransformerConfig, run: RunConfig) -> Session:
     """Set up one training process: its run folder and data (appendix B), the model
     and how it is updated. Nothing is trained yet."""
-    folder, run_data = RunFolder.open(model_config, run)
-    fast = choice.fast_paths(folder.device, run)  # what the device runs fast
+    # what the device runs fast, decided once for the data, the model and its update
+    fast = choice.fast_paths(resolve_device(run.device), run)
+    folder, run_data = RunFolder.open(model_config, run, fast)
     config = choice.model_config(model_config, fast)
     torch.manual_seed(run.seed)
     model = make_model(config).to(folder.device)
@@ -183,11 +187,6 @@ class Session:
     fast: choice.FastPaths  # the fast paths it takes (appendix A)
     threads: ThreadChooser  # on a CPU, how many threads an update uses (appendix B)
     peak: float | None = None  # the device's peak FLOP/s, when known
-
-    def fast_paths_taken(self) -> list[str]:
-        """What computed the run (its stored settings are the paper's model, whatever
-        computed it): the names of the fast paths this process takes."""
-        return [name for name, on in dataclasses.asdict(self.fast).items() if on]
 
     def parts(self) -> dict:
         """What a checkpoint holds besides the run's position, by name."""

@@ -50,7 +50,7 @@ def translate_and_score(
         test,
         run_config.tgt_lang,
         result["device"],
-        run_config.decoding,
+        choice.decoding(run_config.decoding, result["fast"]),  # as training chose
         progress=progress,
     )
     write_atomically(
@@ -63,7 +63,8 @@ def translate_and_score(
         "updates": result["step"],
         "train_minutes": round(result["minutes"], 1),
         "train_flops": float(f"{result['flops']:.4g}"),
-        "fast_paths": result["fast_paths"],
+        # what computed the run: its settings are the paper's model, whatever did
+        "fast_paths": result["fast"].taken(),
     }
     write_atomically(out_dir / "results.json", json.dumps(summary, indent=2) + "\n")
     k = run_config.beam_size
@@ -138,10 +139,10 @@ def evaluate(
     settings: DecodeConfig = PAPER_DECODING,
     progress: bool = False,
 ):
-    """Translate the sources of ``pairs`` and score them: (hypotheses, summary for JSON,
-    score objects)."""
+    """Translate the sources of ``pairs``, decoded with ``settings`` as given (the
+    commands give them with the fast paths they decided, ``choice.decoding``), and
+    score them: (hypotheses, summary for JSON, score objects)."""
     start = time.time()
-    settings = choice.decoding(settings, device)  # the key/value cache
     hypotheses = translate_sentences(
         model, sp, [s for s, _ in pairs], device, settings, progress
     )
