@@ -29,8 +29,9 @@ from annotated_transformer import (
     translate,
     visualize,
 )
+from annotated_transformer.figures import capture, store
 from annotated_transformer.model import make_model
-from annotated_transformer.running import checkpoints, devices, run_folder
+from annotated_transformer.running import checkpoints, devices, files, loading, run_data
 from annotated_transformer.text import corpora
 
 TRAIN = [sys.executable, "-m", "annotated_transformer.train"]
@@ -43,18 +44,18 @@ def test_a_trainer_that_fails_removes_nothing_another_trainer_wrote(
 ):
     run = tmp_path / "run"
     other = {}
-    prepare = run_folder.prepare_data
+    prepare = run_data.prepare_data
 
     def another_trainer_arrives(*args, **kwargs):
         # while this trainer prepares its data, a second one starts on the folder
         try:
-            other["lock"] = run_folder.RunLock(run)
+            other["lock"] = files.RunLock(run)
             (run / "theirs.txt").write_text("kept")
         except ValueError as refused:
             other["refused"] = str(refused)
         return prepare(*args, **kwargs)
 
-    monkeypatch.setattr(run_folder, "prepare_data", another_trainer_arrives)
+    monkeypatch.setattr(run_data, "prepare_data", another_trainer_arrives)
     too_small = train_argv(text_corpus, run, 2, "--batch-tokens", "8")
     assert train.main(too_small) == 2
     assert "fewer than the longest kept pair" in capsys.readouterr().err
@@ -154,7 +155,7 @@ def inflated(model_file: Path, out: Path, model: dict | None = None, vocab: int 
         }
     if vocab:
         state["sentencepiece"] = torch.zeros(1, dtype=torch.uint8).expand(vocab)
-    state["settings_sha256"] = checkpoints.settings_fingerprint(state["settings"])
+    state["settings_sha256"] = loading.settings_fingerprint(state["settings"])
     torch.save(state, out)
     return out
 
@@ -227,7 +228,7 @@ def test_a_model_file_whose_parts_do_not_fit_each_other_is_refused(
     state = {
         **good,
         "settings": settings,
-        "settings_sha256": checkpoints.settings_fingerprint(settings),
+        "settings_sha256": loading.settings_fingerprint(settings),
         "model": make_model(config).state_dict(),
     }
     assert translated(state, "60-pieces.pt") == 2
@@ -238,7 +239,7 @@ def test_a_model_file_whose_parts_do_not_fit_each_other_is_refused(
     settings["model"]["vocab_size"] = 100
     config, _ = checkpoints.configs_of({"run": {}, **settings})
     state.update(
-        settings_sha256=checkpoints.settings_fingerprint(settings),
+        settings_sha256=loading.settings_fingerprint(settings),
         model=make_model(config).state_dict(),
     )
     assert translated(state, "100-pieces.pt") == 2
@@ -251,7 +252,7 @@ def test_settings_nested_too_deep_to_fingerprint_are_refused(tmp_path):
         nested = [nested]
     state = {"settings": {"model": {}, "run": {"x": nested}}, "settings_sha256": "0"}
     with pytest.raises(checkpoints.CheckpointError, match="bundle the run again"):
-        checkpoints.check_settings_fingerprint(state, tmp_path / "deep.pt")
+        loading.check_settings_fingerprint(state, tmp_path / "deep.pt")
 
 
 def test_a_file_given_as_a_run_folder_is_named_as_such(text_corpus, capsys):
@@ -409,7 +410,7 @@ def test_every_error_line_is_printable_and_one_line(capsys):
 def stored_attention(tmp_path: Path, first_label: str = "a") -> Path:
     """A file of stored attention weights: one sentence, its first label given."""
     weights = {k: np.full((1, 1, 2, 2), 0.5) for k in ("encoder", "decoder", "cross")}
-    sentence = visualize.SentenceAttention(
+    sentence = capture.SentenceAttention(
         source="a",
         target="b",
         src_labels=[first_label, "</s>"],
@@ -417,7 +418,7 @@ def stored_attention(tmp_path: Path, first_label: str = "a") -> Path:
         **weights,
     )
     stored = tmp_path / "stored.npz"
-    visualize.save_attention(stored, [sentence])
+    store.save_attention(stored, [sentence])
     return stored
 
 
@@ -493,7 +494,7 @@ def test_a_test_split_in_a_model_file_that_leads_out_of_the_data_is_refused(
     state = torch.load(shared, weights_only=True)
     state["settings"]["run"]["test_split"] = "../../victim/x"
     state["settings"]["run"]["data_dir"] = str(text_corpus)
-    state["settings_sha256"] = checkpoints.settings_fingerprint(state["settings"])
+    state["settings_sha256"] = loading.settings_fingerprint(state["settings"])
     torch.save(state, shared)
     capsys.readouterr()
     assert evaluate.main(["--checkpoint", str(shared), "--no-progress"]) == 2

@@ -19,9 +19,17 @@ import torch
 from annotated_transformer import visualize
 from annotated_transformer.attention import MultiHeadedAttention
 from annotated_transformer.config import TransformerConfig
+from annotated_transformer.figures import (
+    capture,
+    explorer,
+    instrument,
+    measures,
+    store,
+    views,
+)
+from annotated_transformer.figures.capture import SentenceAttention
 from annotated_transformer.layers import subsequent_mask
 from annotated_transformer.model import make_model
-from annotated_transformer.visualize import SentenceAttention
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ["▁It", "▁is", "▁making", "▁it", "▁more", "▁d", "iff", "icult", "</s>"]
@@ -83,7 +91,7 @@ def test_capture_changes_no_output_and_restores_the_model(tiny):
     tiny.eval()
     before = tiny(src, tgt, src_mask, tgt_mask)
     tiny.train()
-    visualize.attention_maps(tiny, src, tgt, src_mask, tgt_mask)
+    capture.attention_maps(tiny, src, tgt, src_mask, tgt_mask)
     assert tiny.training
     assert [m.fused for m in modules] == [True] + [False] * (len(modules) - 1)
     assert not any(m.dropout._forward_hooks for m in modules)  # the hooks are gone
@@ -94,7 +102,7 @@ def test_capture_changes_no_output_and_restores_the_model(tiny):
 
 def test_weights_are_distributions_with_padding_and_future_at_zero(tiny):
     src, tgt, src_mask, tgt_mask = batch()
-    maps = visualize.attention_maps(tiny, src, tgt, src_mask, tgt_mask)
+    maps = capture.attention_maps(tiny, src, tgt, src_mask, tgt_mask)
     assert maps["encoder"].shape == (2, 2, 4, 5, 5)
     assert maps["decoder"].shape == (2, 2, 4, 4, 4)
     assert maps["cross"].shape == (2, 2, 4, 4, 5)  # target queries x source keys
@@ -111,7 +119,7 @@ def test_captured_weights_are_eq1_of_the_first_layer(tiny):
     """Independent reference: softmax(x W_q (x W_k)^T / sqrt(d_k)) from the layer's own
     projections."""
     src, tgt, src_mask, tgt_mask = batch()
-    maps = visualize.attention_maps(tiny, src, tgt, src_mask, tgt_mask)
+    maps = capture.attention_maps(tiny, src, tgt, src_mask, tgt_mask)
     tiny.eval()
     with torch.no_grad():
         # (5, 32): the first layer's input (post-norm: no norm before)
@@ -125,7 +133,7 @@ def test_captured_weights_are_eq1_of_the_first_layer(tiny):
 
 def test_pieces_merge_into_words_and_rows_stay_distributions():
     attn = planted()
-    merged = visualize.word_level(attn)
+    merged = capture.word_level(attn)
     assert merged.src_labels == [
         "It",
         "is",
@@ -147,7 +155,7 @@ def test_pieces_merge_into_words_and_rows_stay_distributions():
 
 def test_line_view_draws_one_line_per_weight_from_the_query():
     attn = planted(layer=5, head=3, weight=0.9)
-    ax = visualize.line_view(attn, layer=5, heads=[3], queries=["making"])
+    ax = views.line_view(attn, layer=5, heads=[3], queries=["making"])
     left = [t.get_text() for t in ax.texts if t.get_position()[0] < 0.5]
     right = [t.get_text() for t in ax.texts if t.get_position()[0] > 0.5]
     assert left == right == [p.replace("▁", "") for p in SOURCE]
@@ -159,7 +167,7 @@ def test_line_view_draws_one_line_per_weight_from_the_query():
         start, end = line.get_ydata()
         assert start == query  # every line leaves from the chosen query
         assert line.get_alpha() == pytest.approx(weights[int(end)])
-        assert matplotlib.colors.same_color(line.get_color(), visualize.HEAD_COLOURS[2])
+        assert matplotlib.colors.same_color(line.get_color(), views.HEAD_COLOURS[2])
     strongest = max(lines, key=lambda line: line.get_alpha())
     assert strongest.get_ydata()[1] == SOURCE.index("▁d")
     matplotlib.pyplot.close("all")
@@ -167,7 +175,7 @@ def test_line_view_draws_one_line_per_weight_from_the_query():
 
 def test_grid_view_puts_queries_down_and_keys_across():
     attn = planted()
-    fig = visualize.grid_view(attn, "cross", layers=[1, 2], heads=[1, 2, 3])
+    fig = views.grid_view(attn, "cross", layers=[1, 2], heads=[1, 2, 3])
     axes = np.array(fig.axes).reshape(2, 3)
     image = axes[1, 2].images[0].get_array()
     assert image.shape == (len(TARGET), len(SOURCE))  # target x source
@@ -188,7 +196,7 @@ def test_grid_view_puts_queries_down_and_keys_across():
 
 def test_grid_view_wraps_its_panels_into_rows_of_columns():
     attn = planted()
-    fig = visualize.grid_view(attn, "encoder", layers=[5, 6], heads=None, columns=4)
+    fig = views.grid_view(attn, "encoder", layers=[5, 6], heads=None, columns=4)
     axes = np.array(fig.axes).reshape(4, 4)
     assert axes[3, 0].get_title() == "layer 6, head 5"  # the 13th of 16 panels
     assert np.allclose(axes[2, 1].images[0].get_array(), attn.encoder[5, 1])
@@ -200,8 +208,8 @@ def test_grid_view_wraps_its_panels_into_rows_of_columns():
 
 
 def test_explorer_embeds_oriented_data_and_loads_nothing():
-    attn = visualize.word_level(planted())
-    page = visualize.explorer([attn])
+    attn = capture.word_level(planted())
+    page = explorer.explorer([attn])
     payload = json.loads(
         re.search(
             r'<script type="application/json" class="at-data">(.*?)</script>',
@@ -220,16 +228,16 @@ def test_explorer_embeds_oriented_data_and_loads_nothing():
 
 
 def test_head_search_finds_the_planted_head_and_the_table_measures_it():
-    attn = visualize.word_level(planted(layer=5, head=3, weight=0.9))
-    scores = visualize.weight_between(attn, "making", ["difficult"])
-    assert visualize.best_heads(scores) == [(5, 3)]
+    attn = capture.word_level(planted(layer=5, head=3, weight=0.9))
+    scores = measures.weight_between(attn, "making", ["difficult"])
+    assert measures.best_heads(scores) == [(5, 3)]
     # "▁d" planted, "iff" and "icult" share the rest
     assert scores[4, 2] == pytest.approx(0.9 + 2 * 0.1 / 8)
     shift = np.eye(7, k=-1)
     shift[0, 0] = 1  # each word looks at the word before it (the first at itself)
     attn.encoder[0, 0] = shift
     row = next(
-        r for r in visualize.head_table(attn) if (r["layer"], r["head"]) == (1, 1)
+        r for r in measures.head_table(attn) if (r["layer"], r["head"]) == (1, 1)
     )
     assert row["previous"] == pytest.approx(1.0) and row["next"] == 0
     assert row["entropy"] == pytest.approx(0, abs=1e-9)
@@ -238,8 +246,8 @@ def test_head_search_finds_the_planted_head_and_the_table_measures_it():
 
 def test_stored_weights_round_trip_in_float16(tmp_path):
     attn = planted()
-    visualize.save_attention(tmp_path / "a.npz", [attn], {"command": "test"})
-    (loaded,), about = visualize.load_attention(tmp_path / "a.npz")
+    store.save_attention(tmp_path / "a.npz", [attn], {"command": "test"})
+    (loaded,), about = store.load_attention(tmp_path / "a.npz")
     assert about == {"command": "test"}
     assert loaded.src_labels == SOURCE and loaded.target == attn.target
     assert np.allclose(loaded.encoder, attn.encoder, atol=1e-3)
@@ -248,7 +256,7 @@ def test_stored_weights_round_trip_in_float16(tmp_path):
 @pytest.fixture()
 def stored(tmp_path):
     path = tmp_path / "stored.npz"
-    visualize.save_attention(path, [planted(), planted(seed=1)], {"command": "test"})
+    store.save_attention(path, [planted(), planted(seed=1)], {"command": "test"})
     return path
 
 
@@ -362,7 +370,7 @@ def test_a_damaged_or_foreign_stored_file_is_a_one_line_error(stored, tmp_path, 
 
 def test_punctuation_is_a_word_of_its_own():
     pieces = ["▁more", "▁d", "iff", "icult", ".", "</s>"]
-    assert visualize.word_spans(pieces) == [(0, 1), (1, 4), (4, 5), (5, 6)]
+    assert capture.word_spans(pieces) == [(0, 1), (1, 4), (4, 5), (5, 6)]
 
 
 def law_sentence() -> SentenceAttention:
@@ -396,19 +404,19 @@ def law_sentence() -> SentenceAttention:
 
 
 def test_structural_shares_are_one_for_a_head_that_follows_its_pattern():
-    shares = visualize.pattern_shares(law_sentence())
+    shares = measures.pattern_shares(law_sentence())
     assert shares["previous"][4, 3] == pytest.approx(1.0)
     assert shares["clause end"][4, 5] == pytest.approx(1.0)
     assert shares["</s>"][4, 7] == pytest.approx(0.3)
     n = len(law_sentence().src_labels)
     assert shares["next"][0, 0] == pytest.approx(1 / n)  # an even head: 1/n on each
     with pytest.raises(ValueError, match="self-attention"):
-        visualize.pattern_shares(law_sentence(), "cross")
+        measures.pattern_shares(law_sentence(), "cross")
 
 
 def test_paper_figures_finds_the_planted_heads_in_the_layer_asked_for():
     making = planted(layer=5, head=3, weight=0.9)
-    record = visualize.paper_figures([making, law_sentence()])
+    record = measures.paper_figures([making, law_sentence()])
     assert record["layer"] == 5 and record["n_heads"] == 8
     assert record["its → Law"]["best"] == {"layer": 5, "head": 2, "weight": 0.8}
     # '▁d' of "difficult" holds the planted 0.9; its other pieces and "more" share
@@ -422,16 +430,16 @@ def test_paper_figures_finds_the_planted_heads_in_the_layer_asked_for():
         (6, "clause end"),
     }  # head 8's 0.3 is too little
     with pytest.raises(ValueError, match="no stored sentence contains"):
-        visualize.paper_figures([making])
+        measures.paper_figures([making])
 
 
 def test_command_writes_svg_with_words_as_text_and_the_measurements(tmp_path):
     stored = tmp_path / "figures.npz"
-    visualize.save_attention(stored, [planted(), law_sentence()], {"command": "test"})
+    store.save_attention(stored, [planted(), law_sentence()], {"command": "test"})
     measured = tmp_path / "figures.json"
     assert visualize.main(["--stored", str(stored), "--measure", str(measured)]) == 0
     assert json.loads(measured.read_text()) == json.loads(
-        json.dumps(visualize.paper_figures(visualize.load_attention(stored)[0]))
+        json.dumps(measures.paper_figures(store.load_attention(stored)[0]))
     )
     svg = tmp_path / "figure4.svg"
     argv = ["--stored", str(stored), "--index", "2", "--query", "its"]
@@ -506,7 +514,7 @@ def test_images_go_into_new_folders_and_streams_and_a_full_device_is_one_line(
 
 def test_a_sentence_that_looks_like_markup_leaves_the_explorer_whole():
     attn = dataclasses.replace(planted(), source="a <!--<script> and </script> b")
-    page = visualize.explorer([attn])
+    page = explorer.explorer([attn])
     data = re.search(
         r'<script type="application/json" class="at-data">(.*?)</script>', page, re.S
     ).group(1)
@@ -519,11 +527,11 @@ def test_a_trained_pattern_survives_capture_float16_and_words(tmp_path):
     """Appendix D's instrument check: a model that must reverse its source shows the
     reversal in encoder–decoder attention, read through the same capture, float16
     file and word merging as chapter 15's figures."""
-    record = visualize.instrument_check(tmp_path / "trained.npz")
+    record = instrument.instrument_check(tmp_path / "trained.npz")
     assert record["best"]["weight"] >= 0.8
     assert record["float16_change"] < 1e-3
     # the measure is not generous: after one update no head finds the reversal
-    untrained = visualize.instrument_check(tmp_path / "untrained.npz", steps=1)
+    untrained = instrument.instrument_check(tmp_path / "untrained.npz", steps=1)
     assert untrained["best"]["weight"] < 2 * untrained["even_spread"]
 
 
@@ -548,7 +556,7 @@ def test_the_gpu_figure_script_runs_unchanged_at_a_tiny_size(shared_data, tmp_pa
     record = json.loads((store / "figure-attention.json").read_text())
     assert (record["layer"], record["n_layers"], record["n_heads"]) == (5, 6, 8)
     assert json.loads((store / "results.json").read_text())["updates"] == 2
-    sentences, _ = visualize.load_attention(store / "figure-attention.npz")
+    sentences, _ = store.load_attention(store / "figure-attention.npz")
     assert len(sentences) == 11
     for n in (3, 4, 5):
         assert (store / f"figure-{n}.png").read_bytes()[:4] == b"\x89PNG"

@@ -12,8 +12,8 @@ import tempfile
 from pathlib import Path
 
 from annotated_transformer.cli import check_writable, command, command_parser
+from annotated_transformer.figures.instrument import instrument_check
 from annotated_transformer.running.files import write_atomically
-from annotated_transformer.visualize import instrument_check
 
 
 def positive(text: str) -> int:
