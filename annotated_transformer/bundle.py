@@ -16,7 +16,7 @@ from annotated_transformer.cli import (
     command,
     command_parser,
 )
-from annotated_transformer.running.checkpoints import bundle_run
+from annotated_transformer.running.loading import bundle_run
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -33,8 +33,9 @@ from annotated_transformer.config import (
 )
 from annotated_transformer.data import DataError
 from annotated_transformer.running import devices
-from annotated_transformer.running.checkpoints import CheckpointError, load_run_model
+from annotated_transformer.running.checkpoints import CheckpointError
 from annotated_transformer.running.files import WriteError, is_stream, nearest_folder
+from annotated_transformer.running.loading import load_run_model
 from annotated_transformer.speed import choice
 from annotated_transformer.text import corpora
 

@@ -31,13 +31,9 @@ from annotated_transformer.cli import (
 from annotated_transformer.config import PARSING_MODEL, PARSING_RUN, DecodeConfig
 from annotated_transformer.decoding import translate_sentences
 from annotated_transformer.running import devices, trainer
-from annotated_transformer.running.checkpoints import (
-    available_average,
-    average_checkpoints,
-    read_json,
-    run_weights,
-)
+from annotated_transformer.running.checkpoints import average_checkpoints, read_json
 from annotated_transformer.running.files import write_atomically
+from annotated_transformer.running.loading import available_average, run_weights
 from annotated_transformer.running.run_folder import check_run_folder
 from annotated_transformer.speed import choice
 from annotated_transformer.text import corpora

@@ -19,9 +19,9 @@ def stored_config(name: str) -> dict:
 
 
 def test_the_package_band_is_the_stored_seed_runs_and_reruns():
-    runs = band.stored_seed_runs(MEASURED, reruns=True)
-    assert [run.name for run in runs] == [*band.SEED_RUNS, *band.RERUNS]
-    assert recipes.stored_band() == json.loads(json.dumps(band.seed_band(runs)))
+    runs = recipes.stored_seed_runs(MEASURED, reruns=True)
+    assert [run.name for run in runs] == [*recipes.SEED_RUNS, *recipes.RERUNS]
+    assert recipes.stored_band() == json.loads(json.dumps(recipes.seed_band(runs)))
     assert recipes.stored_band()["seeds"] == [
         json.loads((run / "config.json").read_text())["run"]["seed"] for run in runs
     ]
@@ -52,7 +52,7 @@ def test_runs_of_other_recipes_make_no_band(tmp_path):
         (folder / "metrics.jsonl").write_text("")
         (folder / "results.json").write_text('{"bleu": 1.0}')
     with pytest.raises(ValueError, match="another recipe"):
-        band.seed_band([tmp_path / "a", tmp_path / "b"])
+        recipes.seed_band([tmp_path / "a", tmp_path / "b"])
     assert band.main([str(tmp_path / "a"), str(tmp_path / "b"), "-o", "x.json"]) == 2
 
 
@@ -99,7 +99,7 @@ def test_a_damaged_run_file_is_a_one_line_error_that_names_it(
 
 
 def test_a_band_that_cannot_be_written_is_a_one_line_error(tmp_path, capsys):
-    runs = [str(run) for run in band.stored_seed_runs(MEASURED)]
+    runs = [str(run) for run in recipes.stored_seed_runs(MEASURED)]
     for target, message in ((tmp_path, "it is a folder"), ("/dev/full", "/dev/full")):
         assert band.main([*runs, "-o", str(target)]) == 2
         err = capsys.readouterr().err

@@ -26,8 +26,8 @@ from annotated_transformer.running.checkpoints import (
     average_checkpoints,
     checkpoints,
     load_checkpoint,
-    load_model,
 )
+from annotated_transformer.running.loading import load_model
 from annotated_transformer.speed import choice
 from annotated_transformer.text.scoring import scores, split_compounds
 
@@ -373,7 +373,7 @@ def test_decoding_with_the_fused_attention_kernel_writes_the_same_translations(
     (``fused``, on by itself on a GPU). A trained model decodes the same tokens with it
     as with eq. 1 written out, greedily and with a beam."""
     from annotated_transformer.attention import MultiHeadedAttention
-    from annotated_transformer.running.checkpoints import load_model, run_weights
+    from annotated_transformer.running.loading import load_model, run_weights
 
     net, sp, _ = load_model(run_weights(trained_run), "cpu", CPU)
     sentences = (text_corpus / "test.en").read_text(encoding="utf-8").splitlines()
@@ -410,7 +410,7 @@ def test_the_readmes_ctranslate2_snippet_translates_a_bundled_folder(
     assert greedy != snippet
     exec(greedy.replace('"DIR', f'"{folder}'), {})
     served = eval(capsys.readouterr().out)
-    from annotated_transformer.running.checkpoints import load_model, run_weights
+    from annotated_transformer.running.loading import load_model, run_weights
 
     net, sp, _ = load_model(run_weights(trained_run), "cpu", CPU)
     sentences = ["A man is riding a bicycle.", "Two dogs play in the snow."]
@@ -429,7 +429,7 @@ def test_a_decoding_benchmark_worker_decodes_as_translate_does(
     """``benchmark decode`` runs each engine in a worker process that gets its job as
     JSON: the worker must decode with the settings it was given, as ``translate`` would
     with the same options."""
-    from annotated_transformer.benchmark import decode_worker
+    from annotated_transformer.measure.decoding import decode_worker
 
     shared = tmp_path / "tiny.pt"
     assert bundle.main(["--run", str(trained_run), "-o", str(shared)]) == 0
@@ -593,7 +593,7 @@ def test_the_explorer_of_an_input_file_holds_every_sentence(trained_run, tmp_pat
 
 
 def test_one_function_chooses_the_weights_of_a_run(trained_run):
-    from annotated_transformer.running.checkpoints import run_weights
+    from annotated_transformer.running.loading import run_weights
 
     # its --average 2
     assert [p.name for p in run_weights(trained_run)] == [

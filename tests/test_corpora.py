@@ -234,7 +234,7 @@ def test_a_benchmark_reads_a_corpus_sample_in_place_of_its_training_split(
 ):
     """``benchmark --random-weights`` trains its vocabulary on the corpus's sample
     (WMT14's 10,000 pairs), or on the training split of a corpus without one."""
-    from annotated_transformer import benchmark
+    from annotated_transformer.measure import decoding
 
     read = []
     monkeypatch.setattr(
@@ -244,7 +244,7 @@ def test_a_benchmark_reads_a_corpus_sample_in_place_of_its_training_split(
     for preset, expected in (("big", "sample"), ("multi30k", "train")):
         args = argparse.Namespace(random_weights=preset, data_dir=tmp_path)
         with pytest.raises(_Stopped):
-            benchmark.decoding_model(args, tmp_path)
+            decoding.decoding_model(args, tmp_path)
         assert read.pop() == expected
     assert [c.sample for c in CORPORA.values() if c.sample] == ["sample"]
 

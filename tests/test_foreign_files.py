@@ -14,7 +14,7 @@ from conftest import train_argv
 from test_run_folder import hashes, one_line_error
 
 from annotated_transformer import bundle, evaluate, train, translate, visualize
-from annotated_transformer.running import checkpoints, run_folder, trainer
+from annotated_transformer.running import files, loading, trainer
 
 
 def sentences(tmp_path: Path) -> Path:
@@ -197,7 +197,7 @@ def edited(state: dict, how: str) -> dict:
         settings["n_heads"] = 1
         return state
     if "settings" in state:
-        state["settings_sha256"] = checkpoints.settings_fingerprint(state["settings"])
+        state["settings_sha256"] = loading.settings_fingerprint(state["settings"])
     return state
 
 
@@ -302,7 +302,7 @@ def test_stored_weights_of_the_wrong_shape_are_refused(run, tmp_path, capsys):
 
 def test_a_run_that_trains_and_has_saved_nothing_yet_says_so(run, tmp_path, capsys):
     shutil.rmtree(run / "checkpoints")
-    lock = run_folder.RunLock(run)  # as a training process holds it
+    lock = files.RunLock(run)  # as a training process holds it
     try:
         assert translate.main(translate_run(run, tmp_path)) == 2
         one_line_error(capsys, f"{run} is training and has saved no checkpoint yet")

@@ -36,6 +36,7 @@ from annotated_transformer import (
 from annotated_transformer.running import (
     checkpoints,
     files,
+    loading,
     metrics,
     processes,
     trainer,
@@ -547,7 +548,7 @@ def test_bundle_checks_for_room_before_writing(run, tmp_path, monkeypatch, capsy
 def test_a_checkpoint_rotated_away_while_read_is_replaced(
     run, text_corpus, monkeypatch
 ):
-    real, calls = checkpoints.run_weights, []
+    real, calls = loading.run_weights, []
 
     def rotated_once(*args):
         calls.append(args)
@@ -559,7 +560,7 @@ def test_a_checkpoint_rotated_away_while_read_is_replaced(
             else paths
         )
 
-    monkeypatch.setattr(checkpoints, "run_weights", rotated_once)
+    monkeypatch.setattr(loading, "run_weights", rotated_once)
     assert translate.main(translate_args(run, text_corpus)) == 0
     assert len(calls) == 2
 
@@ -567,12 +568,12 @@ def test_a_checkpoint_rotated_away_while_read_is_replaced(
 def test_a_checkpoint_that_stays_gone_is_not_called_corrupt(
     run, text_corpus, monkeypatch, capsys
 ):
-    real = checkpoints.run_weights
+    real = loading.run_weights
 
     def always_rotated(*args):
         return [p.with_name("step-0000000.pt") for p in real(*args)]
 
-    monkeypatch.setattr(checkpoints, "run_weights", always_rotated)
+    monkeypatch.setattr(loading, "run_weights", always_rotated)
     before = hashes(run)
     assert translate.main(translate_args(run, text_corpus)) == 2
     err = one_line_error(
@@ -714,7 +715,7 @@ def test_names_read_from_a_bundle_that_would_leave_its_folder_are_refused_safely
     data.mkdir()
     state["settings"]["run"].update(test_split=hostile, data_dir=str(data))
     # made by hand, fingerprint and all
-    state["settings_sha256"] = checkpoints.settings_fingerprint(state["settings"])
+    state["settings_sha256"] = loading.settings_fingerprint(state["settings"])
     torch.save(state, model_file)
     (tmp_path / "escaped").mkdir()
     for lang in ("en", "de"):  # the loader finds the pairs where the name leads
@@ -775,7 +776,7 @@ def test_a_data_folder_recorded_by_training_that_is_not_here_says_to_give_one(
     assert bundle.main(["--run", str(run), "-o", str(model_file)]) == 0
     state = torch.load(model_file, weights_only=True)
     state["settings"]["run"]["data_dir"] = "corpus"  # relative to where it trained
-    state["settings_sha256"] = checkpoints.settings_fingerprint(state["settings"])
+    state["settings_sha256"] = loading.settings_fingerprint(state["settings"])
     torch.save(state, model_file)
     monkeypatch.chdir(tmp_path)
     assert evaluate.main(["--checkpoint", str(model_file), "--no-progress"]) == 2

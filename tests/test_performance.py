@@ -198,7 +198,7 @@ def test_ctranslate2_export_decodes_the_same_tokens(tmp_path, synthetic_pairs):
     assert any(len(t) < limit for t, limit in zip(ours, limits.tolist()))
     # The per-step timing makes both engines run exactly the steps asked for, whatever
     # the model prefers.
-    from annotated_transformer.benchmark import step_decoder
+    from annotated_transformer.measure.decoding import step_decoder
 
     for n in (1, 7):
         assert [

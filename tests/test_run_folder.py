@@ -31,6 +31,7 @@ from annotated_transformer import (
     visualize,
 )
 from annotated_transformer.config import RunConfig
+from annotated_transformer.figures import capture
 from annotated_transformer.running import checkpoints, run_data
 from annotated_transformer.text import corpora
 
@@ -234,7 +235,7 @@ def _interrupt(*args, **kwargs):
         # during setup
         (
             train,
-            "running.run_folder.load_splits",
+            "running.run_data.load_splits",
             lambda run, corpus: train_argv(corpus, run.parent / "new", 4),
         ),
         # scoring after training
@@ -319,7 +320,7 @@ def test_visualize_translates_as_translate_does_and_offers_no_batching(
         )
         return ["ein kind"]
 
-    monkeypatch.setattr(visualize, "translate_sentences", spy)
+    monkeypatch.setattr(capture, "translate_sentences", spy)
     out = run.parent / "a.npz"
     argv = [
         "--run",

@@ -72,6 +72,11 @@ ABOVE_THE_CORE = {
     "speed.ct2",
     "measure.performance",
     "measure.reference",
+    "measure.training",
+    "measure.decoding",
+    "measure.data_feed",
+    "measure.kv_cache",
+    "measure.threads",
     "benchmark",
     "running.trainer",
 }
@@ -513,8 +518,8 @@ LONGEST_LOOP_MODULE = 800
 LONG_BY_NATURE = {
     "speed.ct2.ctranslate2_spec": "one table: each line puts one of our weights into "
     "the place CTranslate2's spec has for it",
-    "visualize.line_view": "one figure, Figure 3's lines, drawn top to bottom",
-    "visualize.grid_view": "one figure, a grid of heatmaps, drawn top to bottom",
+    "figures.views.line_view": "one figure, Figure 3's lines, drawn top to bottom",
+    "figures.views.grid_view": "one figure, a grid of heatmaps, drawn top to bottom",
     "parsing.build_parser": "the parsing command's options, one add_argument each",
     "visualize.build_parser": "the visualize command's options, one add_argument each",
 }
@@ -531,8 +536,10 @@ MANY_PARAMETERS_BY_NATURE = {
     "progress and an output rule: what every translating command passes",
     "text.scoring.evaluate": "the same, with the pairs' target language for the scores",
     "parsing.parse_and_score": "the same, with the grammar that keeps outputs to trees",
-    "visualize.line_view": "a drawing's options, each a keyword, as matplotlib's own",
-    "visualize.grid_view": "a drawing's options, each a keyword, as matplotlib's own",
+    "figures.views.line_view": "a drawing's options, each a keyword, as matplotlib's "
+    "own",
+    "figures.views.grid_view": "a drawing's options, each a keyword, as matplotlib's "
+    "own",
 }
 
 
@@ -643,11 +650,11 @@ FAST_PATH_ENTRY_POINTS = {
     # translate, evaluate and visualize load their model and decode through it
     "cli.model_from_args",
     # benchmark train: every implementation takes its part of one decision
-    "benchmark.time_paths",
+    "measure.training.time_paths",
     # benchmark data: a process of its own makes one update
-    "benchmark.data_worker",
+    "measure.data_feed.data_worker",
     # benchmark decode: a process of its own loads each engine
-    "benchmark.decode_worker",
+    "measure.decoding.decode_worker",
 }
 
 

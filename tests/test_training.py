@@ -31,7 +31,7 @@ from annotated_transformer.running.checkpoints import (
     latest_checkpoint,
     load_checkpoint,
 )
-from annotated_transformer.running.run_folder import RunLock
+from annotated_transformer.running.files import RunLock
 from annotated_transformer.speed import choice, token_store
 from annotated_transformer.text import corpora
 

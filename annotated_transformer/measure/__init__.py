@@ -1,3 +1,4 @@
 """Measuring the model: FLOP counts (``flops``), the reference implementation that
-speed is measured against (``reference``), and timing and profiling
-(``performance``)."""
+speed is measured against (``reference``), timing and profiling (``performance``), and
+one module for each mode of the ``benchmark`` command: ``training``, ``decoding``,
+``kv_cache``, ``data_feed`` and ``threads``."""

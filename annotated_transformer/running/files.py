@@ -3,13 +3,15 @@
 
 """Writing files so that a crash never leaves half of one: whole files replaced
 atomically, logs appended a flushed line at a time, and a failed write (a full disk, a
-read-only folder) one error that names the file."""
+read-only folder) one error that names the file. The lock that keeps one trainer per
+run folder is a file too, and it is here."""
 
 import contextlib
 import errno
 import os
 import re
 import shutil
+import socket
 import stat
 import tempfile
 from pathlib import Path
@@ -269,3 +271,67 @@ def open_own(path: Path, flags: int, root: Path | None = None) -> int:
         ) from None
     finally:
         os.close(folder)
+
+
+class RunLock:
+    """One training process per run folder: an operating-system lock on
+    ``RUN/train.lock``, released when the process ends, even by a crash. Two writers
+    would interleave their checkpoints and metrics."""
+
+    def __init__(self, out_dir: Path):
+        self.out_dir = out_dir
+        try:  # a read-only run folder is refused here, before any other write
+            try:
+                out_dir.mkdir(parents=True)
+                self.made_folder = True  # by this process: all in it is its own
+            except FileExistsError:
+                self.made_folder = False
+            flags = os.O_RDWR | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0)
+            descriptor = os.open(out_dir / "train.lock", flags, 0o666)
+            self.file = os.fdopen(descriptor, "a+", encoding="utf-8")
+        except OSError as error:
+            raise write_error(out_dir / "train.lock", error) from None
+        try:
+            import fcntl
+        except ImportError:
+            # Windows has no advisory file locks; there, one writer is up to the user.
+            return
+        try:
+            fcntl.flock(self.file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            self.file.seek(0)
+            holder = self.file.read().strip() or "another process"
+            self.file.close()
+            raise ValueError(
+                f"{out_dir} is being trained by {holder}; wait for it to finish (the "
+                "same command then resumes or reports the result), or choose another "
+                "--run"
+            ) from None
+        self.file.truncate(0)
+        self.file.write(f"process {os.getpid()} on {socket.gethostname()}\n")
+        self.file.flush()
+
+    def release(self) -> None:
+        self.file.close()
+
+    def remove_new_folder(self) -> None:
+        """After a start that failed: the run folder goes again if this process made
+        it, since all it holds was then written by this process under this lock. A
+        folder that was there before is left as it is. The lock is released."""
+        if self.made_folder:
+            shutil.rmtree(self.out_dir, ignore_errors=True)
+        self.release()
+
+
+def being_trained(run: Path) -> bool:
+    """Whether a process holds the run's lock (``RunLock``): it is training."""
+    try:
+        import fcntl
+
+        with open(Path(run) / "train.lock", "rb") as file:
+            fcntl.flock(file, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except ImportError:  # Windows: no lock to ask
+        return False
+    except OSError as error:  # held by a trainer, or no lock file to ask
+        return error.errno in (errno.EAGAIN, errno.EWOULDBLOCK)
+    return False

@@ -6,11 +6,7 @@ before the loop runs, and what the loop asks of it: the checkpoint to resume fro
 checkpoints, and the decisions that all processes take together."""
 
 import contextlib
-import json
 import math
-import os
-import shutil
-import socket
 import time
 import uuid
 from dataclasses import asdict, dataclass, field
@@ -20,47 +16,30 @@ import psutil
 import torch
 import torch.distributed as dist
 
-from annotated_transformer import data
 from annotated_transformer.config import RunConfig, TransformerConfig, option
 from annotated_transformer.model import make_model
 from annotated_transformer.running.checkpoints import (
     LEFTOVER,
     CheckpointError,
     check_own_checkpoint,
-    check_vocabulary,
     checked_config,
     checkpoints,
-    fingerprint,
     latest_checkpoint,
     load_checkpoint,
     read_settings,
-    remove_leftovers,
     save_checkpoint,
     step_of,
 )
 from annotated_transformer.running.devices import resolve_device
-from annotated_transformer.running.files import (
-    links_in,
-    size_text,
-    write_atomically,
-    write_error,
-)
+from annotated_transformer.running.files import RunLock, links_in, size_text
 from annotated_transformer.running.metrics import MetricsLog
 from annotated_transformer.running.processes import (
     Interrupt,
     Vote,
     all_answering,
     setup_distributed,
-    setup_group,
 )
-from annotated_transformer.running.run_data import (
-    Position,
-    RunData,
-    UpdateStream,
-    check_lengths,
-    load_splits,
-    prepare_data,
-)
+from annotated_transformer.running.run_data import Position, check_lengths, process_data
 
 
 def rng_state(device: str) -> dict:
@@ -95,81 +74,6 @@ def set_rng_state(state: dict) -> None:
     torch.set_rng_state(state["cpu"])
     if state["cuda"] is not None and torch.cuda.is_available():
         torch.cuda.set_rng_state(state["cuda"])
-
-
-def write_new_run(out_dir: Path, vocab_path: Path, trained, settings, new) -> None:
-    """Rank 0's first writes, once every input has proved good: the leftovers of a
-    write cut short go, and a ``new`` run records its vocabulary and settings (a
-    vocabulary of an earlier start that trained nothing goes)."""
-    for path in remove_leftovers(out_dir):
-        print(f"removed {path}, left by a write that was cut short")
-    if trained:
-        write_atomically(vocab_path, trained)
-    for other in (out_dir / "vocab").glob("*.model") if new else ():
-        if other != vocab_path:
-            other.unlink()
-    if new or not (out_dir / "config.json").is_file():
-        write_atomically(out_dir / "config.json", json.dumps(settings, indent=2))
-
-
-def process_data(model_config, run, fast, ranks: tuple, start: tuple, settings):
-    """This process's data (its stream of updates, with the fast paths ``fast``) and,
-    on rank 0, the folder's lock. ``ranks``: (this process, all processes); ``start``:
-    what ``resume_point`` found, the checkpoint to resume from (its epoch is where the
-    stream starts) and (the settings the run recorded, the file they were read from),
-    either None for a new run. Rank 0 adds the vocabulary's name and fingerprint to
-    ``settings``."""
-    (rank, world), (resume, recorded) = ranks, start
-    epoch = resume[1].get("epoch", 0) if resume else 0
-    out_dir, lock = Path(run.out_dir), None
-    saved, where = recorded or (None, None)
-    # Only rank 0 reads the training text; the others map the token cache that it
-    # leaves.
-    splits = load_splits(run, train=rank == 0)
-    if rank == 0:
-        vocab_name = data.vocab_file(splits[0], model_config.vocab_size)
-        vocab_path = out_dir / "vocab" / vocab_name
-        if saved is not None:
-            check_same_data(out_dir, saved, vocab_path.name)
-        if vocab_path.is_file():
-            check_vocabulary(vocab_path, saved, where)
-        # The lock comes first: the token cache and the vocabulary are written under
-        # it, and a start that fails removes only a folder that it made itself.
-        lock = RunLock(out_dir)
-        try:
-            sp, train_pairs, valid_pairs, trained = prepare_data(
-                run,
-                model_config.vocab_size,
-                vocab_path,
-                splits,
-                token_cache=fast.token_cache,
-            )
-            # a stream that cannot be planned stops the start before any write
-            stream = UpdateStream(train_pairs, run, fast, world, rank, epoch)
-            settings["data"] = {
-                "vocabulary": vocab_name,
-                "sha256": fingerprint(trained or vocab_path),
-            }
-            write_new_run(out_dir, vocab_path, trained, settings, new=recorded is None)
-        except BaseException:
-            lock.remove_new_folder()
-            raise
-    if dist.is_initialized():
-        # The other processes read the vocabulary and the token cache that rank 0
-        # wrote, however long it took to write them.
-        dist.barrier(group=setup_group())
-    if rank != 0:
-        written = read_settings(out_dir / "config.json")
-        sp, train_pairs, valid_pairs, _ = prepare_data(
-            run,
-            model_config.vocab_size,
-            out_dir / "vocab" / run_vocabulary(out_dir, written),
-            splits,
-            lambda *_: 0,
-            token_cache=fast.token_cache,
-        )
-        stream = UpdateStream(train_pairs, run, fast, world, rank, epoch)
-    return RunData(sp, stream, valid_pairs), lock
 
 
 def resume_point(out_dir: Path) -> tuple:
@@ -400,56 +304,6 @@ AFTER_TRAINING = (
 ADDED_LATER = {"buckets": 0, "pack": False}
 
 
-class RunLock:
-    """One training process per run folder: an operating-system lock on
-    ``RUN/train.lock``, released when the process ends, even by a crash. Two writers
-    would interleave their checkpoints and metrics."""
-
-    def __init__(self, out_dir: Path):
-        self.out_dir = out_dir
-        try:  # a read-only run folder is refused here, before any other write
-            try:
-                out_dir.mkdir(parents=True)
-                self.made_folder = True  # by this process: all in it is its own
-            except FileExistsError:
-                self.made_folder = False
-            flags = os.O_RDWR | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0)
-            descriptor = os.open(out_dir / "train.lock", flags, 0o666)
-            self.file = os.fdopen(descriptor, "a+", encoding="utf-8")
-        except OSError as error:
-            raise write_error(out_dir / "train.lock", error) from None
-        try:
-            import fcntl
-        except ImportError:
-            # Windows has no advisory file locks; there, one writer is up to the user.
-            return
-        try:
-            fcntl.flock(self.file, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            self.file.seek(0)
-            holder = self.file.read().strip() or "another process"
-            self.file.close()
-            raise ValueError(
-                f"{out_dir} is being trained by {holder}; wait for it to finish (the "
-                "same command then resumes or reports the result), or choose another "
-                "--run"
-            ) from None
-        self.file.truncate(0)
-        self.file.write(f"process {os.getpid()} on {socket.gethostname()}\n")
-        self.file.flush()
-
-    def release(self) -> None:
-        self.file.close()
-
-    def remove_new_folder(self) -> None:
-        """After a start that failed: the run folder goes again if this process made
-        it, since all it holds was then written by this process under this lock. A
-        folder that was there before is left as it is. The lock is released."""
-        if self.made_folder:
-            shutil.rmtree(self.out_dir, ignore_errors=True)
-        self.release()
-
-
 def check_same_run(out_dir: Path, saved: dict | None, settings: dict) -> None:
     """Refuse to resume a run folder with other settings (that would mix two runs)."""
     if saved is None:
@@ -493,50 +347,6 @@ def check_same_batch(out_dir: Path, saved: dict, settings: dict) -> None:
             f"{new_accumulate} would cut them into micro-batches of "
             f"{tokens // (new_world * new_accumulate):,} tokens and change every "
             f"update's batch: resume with {remedy}"
-        )
-
-
-def run_vocabulary(
-    out_dir: Path, saved: dict | None, other_than: str | None = None
-) -> str | None:
-    """The vocabulary file name that the run recorded in its settings ``saved`` when
-    it started; for runs older than that record, the one its folder holds (other
-    than ``other_than``)."""
-    recorded = (saved or {}).get("data", {}).get("vocabulary")
-    return recorded or next(
-        (
-            p.name
-            for p in sorted((out_dir / "vocab").glob("*.model"))
-            if p.name != other_than
-        ),
-        None,
-    )
-
-
-def vocabulary_fingerprint(vocabulary: str) -> str:
-    """The fingerprint in a vocabulary's file name, ``spm-bpe8000-<fingerprint>.model``,
-    which hashes its training pairs and settings."""
-    return vocabulary.removesuffix(".model").rsplit("-", 1)[-1]
-
-
-def check_same_data(out_dir: Path, saved: dict | None, vocabulary: str) -> None:
-    """Refuse to go on with training data other than the run's. ``vocabulary`` is the
-    file name the data given now would have (``spm-bpe8000-<fingerprint>.model``); the
-    run recorded its own when it started (runs older than that record are judged by the
-    vocabulary they hold). The vocabulary of a run is never retrained: new token ids
-    under old weights would go on training as if nothing had happened."""
-    recorded = run_vocabulary(out_dir, saved, other_than=vocabulary)
-    if recorded is not None and recorded != vocabulary:
-        ours, given = (
-            vocabulary_fingerprint(recorded),
-            vocabulary_fingerprint(vocabulary),
-        )
-        raise ValueError(
-            f"{out_dir} was started on other training data: its training pairs and "
-            f"vocabulary settings have the fingerprint {ours}, the data given now "
-            f"{given}. Give the --data-dir and "
-            "--max-train-pairs the run began with, or train a new run with another "
-            "--run"
         )
 
 

@@ -12,13 +12,9 @@ from pathlib import Path
 
 from annotated_transformer.config import PAPER_DECODING, DecodeConfig
 from annotated_transformer.decoding import translate_sentences
-from annotated_transformer.running.checkpoints import (
-    available_average,
-    average_checkpoints,
-    run_weights,
-    step_of,
-)
+from annotated_transformer.running.checkpoints import average_checkpoints, step_of
 from annotated_transformer.running.files import write_atomically
+from annotated_transformer.running.loading import available_average, run_weights
 from annotated_transformer.speed import choice
 from annotated_transformer.text import corpora
 
