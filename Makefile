@@ -11,8 +11,9 @@
 #                 (AT_DATA_DIR, when set, reaches the chapters; Ctrl-C in the terminal stops it)
 #   make test     everything CI runs: unit tests, every notebook (smoke scale), sync check, the benchmark
 #                 command in its smoke setting, book, offline check
-#   make export   regenerate annotated_transformer/*.py and the book/*.ipynb twins from the chapters,
-#                 and clean what saving a notebook from Jupyter leaves behind (outputs, a version line)
+#   make export   regenerate the package's modules (and the explorer's script and page) and the
+#                 book/*.ipynb twins from the chapters, and clean what saving a notebook from
+#                 Jupyter leaves behind (outputs, a version line)
 #   make check    fail if the package or a notebook twin differs from the chapters; lint; fail on
 #                 code that ruff format (88 columns) would change
 #   make format   lay out the chapters' code cells, the tests and the tools with ruff format, then export
@@ -115,7 +116,8 @@ check: $(FULL)
 
 # The chapters' code cells through jupytext (only code cells change), then the package from them.
 format: $(FULL)
-	$(BIN)/ruff format conftest.py tests tools annotated_transformer/__init__.py
+	$(BIN)/ruff format conftest.py tests tools annotated_transformer/__init__.py \
+	  annotated_transformer/*/__init__.py
 	for chapter in book/[0-9][0-9]_*.md; do \
 	  $(BIN)/jupytext --quiet --pipe "$(BIN)/ruff format -" $$chapter || exit 1; done
 	$(BIN)/ruff format book/[0-9][0-9]_*.md

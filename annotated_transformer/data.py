@@ -27,7 +27,7 @@ class Batch:
     src: torch.Tensor  # (batch, src_len)
     tgt_in: torch.Tensor  # (batch, tgt_len): <bos> y_1 ... y_m, padded
     tgt_out: torch.Tensor  # (batch, tgt_len): y_1 ... y_m <eos>, padded
-    src_mask: torch.Tensor  # (batch, 1, src_len), True = real token
+    src_mask: torch.Tensor  # (batch, 1, src_len), True = real token; packed: a row each
     tgt_mask: torch.Tensor  # (batch, tgt_len, tgt_len): True = real, not in the future
     n_tokens: int  # non-padding target tokens: what the loss is averaged over
     # Several sentences to a row (packed, appendix A) also need to say which source

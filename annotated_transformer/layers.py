@@ -54,7 +54,8 @@ class EncoderLayer(nn.Module):
         self.sublayers = clones(SublayerConnection(d_model, dropout, norm_first), 2)
 
     def forward(self, x, mask, positions=None):
-        # x: (batch, src_len, d_model); mask: (batch, 1, src_len), True = real token
+        # x: (batch, src_len, d_model); mask: (batch, 1 or src_len, src_len), True =
+        # may attend (one row for all queries, or a row each in a packed batch)
         # positions: the tokens' positions, for attention that reads them (chapter 6)
         x = self.sublayers[0](
             x, lambda y: self.self_attn(y, y, y, mask, None, positions)
@@ -97,7 +98,8 @@ class DecoderLayer(nn.Module):
 
     def forward(self, x, memory, src_mask, tgt_mask, cache=None, positions=None):
         # x: (batch, tgt_len, d_model); memory: (batch, src_len, d_model)
-        # src_mask: (batch, 1, src_len); tgt_mask: (batch, tgt_len, tgt_len)
+        # src_mask: (batch, 1 or tgt_len, src_len), the source tokens each target token
+        # may see; tgt_mask: (batch, tgt_len, tgt_len)
         # cache: None, or when decoding one token at a time (the attention and decoding
         # chapters), this layer's (self-attention, encoder-decoder attention) caches
         self_cache, src_cache = cache if cache is not None else (None, None)

@@ -643,7 +643,7 @@ def test_the_decision_finder_tells_deciding_from_passing_on():
 # Each command asks `speed.choice.fast_paths` once, where it starts, and hands the
 # answer (a frozen FastPaths) down: a library function that asked again could choose
 # differently from the command that called it.
-ASKING = {"fast_paths", "all_fast_paths"}
+ASKING = {"fast_paths", "all_fast_paths"}  # and its former name, should it come back
 FAST_PATH_ENTRY_POINTS = {
     # train, variations and parsing train through it, and so do the chapters
     "running.trainer.start",

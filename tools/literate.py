@@ -1,5 +1,5 @@
-"""The book-to-package exporter (hand-written, as is the package's ``__init__``; it
-lives outside the package, which needs neither jupytext nor nbformat to run).
+"""The book-to-package exporter (hand-written, as are the package's ``__init__.py``
+files; it lives outside the package, which needs neither jupytext nor nbformat to run).
 
 Every chapter ``book/NN_name.md`` is a MyST Markdown notebook. A code cell whose first
 line is ``# export: NAME`` is appended, in chapter order, to

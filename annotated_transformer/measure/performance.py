@@ -91,9 +91,7 @@ class TrainingPath:
     compile: bool = False
     profile: int = 0  # updates run under the profiler after the timed ones
     loss_chunk: int | None = None  # the loss's chunk (None: as fast_paths decides)
-    pack: bool = (
-        False  # batches of packed rows, which the model reads by their segments
-    )
+    pack: bool = False  # packed rows: block-diagonal masks, positions per sentence
 
 
 def reset_peak_memory(device: str) -> None:

@@ -50,10 +50,7 @@ def real_batches(
     sp = corpora.train_shared_vocab(pairs, min(config.vocab_size, 8000), VOCABULARIES)
     encoded, _ = data.encode_pairs(sp, pairs, 256)
     lengths = data.pair_lengths(encoded)
-    if pack:
-        batches = batchers.PackedBatches(*lengths, batch_tokens)
-    else:
-        batches = batchers.batching(*lengths, batch_tokens, buckets)
+    batches = batchers.batching(*lengths, batch_tokens, buckets, pack=pack)
     order = batches.epoch(0)
     if buckets:  # the untimed updates meet every shape: compiling happens there
         firsts = {batches.shape_of(b): b for b in reversed(order)}
