@@ -244,6 +244,23 @@ def test_head_search_finds_the_planted_head_and_the_table_measures_it():
     assert row["distance"] == pytest.approx(6 / 7)
 
 
+def test_neighbour_share_is_the_larger_of_previous_and_next_word_shares():
+    attn = capture.word_level(planted())
+    n = len(attn.src_labels)  # the last word is </s>, never a query nor a neighbour
+    attn.encoder[0, 0] = np.eye(n, k=-1) + np.eye(n, 1)  # the word before (first: 0)
+    attn.encoder[0, 1] = np.eye(n, k=1) + np.eye(n, 1, -(n - 1))  # the word after
+    share = measures.neighbour_share([attn, attn])
+    assert share[0, 0] == share[0, 1] == 1.0
+    # brute force: where each word but </s> puts its largest weight
+    for layer, head in np.ndindex(*share.shape):
+        w = attn.encoder[layer, head]
+        largest = [int(np.argmax(w[i])) for i in range(n - 1)]
+        before = sum(largest[i] == i - 1 for i in range(1, n - 1))
+        after = sum(largest[i] == i + 1 for i in range(n - 2))
+        assert share[layer, head] == pytest.approx(max(before, after) / (n - 2))
+    assert measures.POSITIONAL_SHARE == 0.9  # Voita et al.'s mark
+
+
 def test_stored_weights_round_trip_in_float16(tmp_path):
     attn = planted()
     store.save_attention(tmp_path / "a.npz", [attn], {"command": "test"})
@@ -542,10 +559,10 @@ def test_the_gpu_figure_script_runs_unchanged_at_a_tiny_size(shared_data, tmp_pa
     tiny = "--device cpu --threads 1 --d-model 32 --d-ff 64 --vocab-size 400"
     tiny += " --max-train-pairs 300 --batch-tokens 600 --max-steps 2 --warmup 10"
     tiny += " --beam-size 1 --max-extra 2 --average 1"
-    store = tmp_path / "store"
+    kept = tmp_path / "store"
     script = ROOT / "tools" / "figure_gpu.sh"
     done = subprocess.run(
-        ["bash", str(script), str(shared_data), str(store), *tiny.split()],
+        ["bash", str(script), str(shared_data), str(kept), *tiny.split()],
         env={**os.environ, "PYTHON": sys.executable},
         capture_output=True,
         text=True,
@@ -553,10 +570,10 @@ def test_the_gpu_figure_script_runs_unchanged_at_a_tiny_size(shared_data, tmp_pa
     assert done.returncode == 0, done.stderr[-2000:]
     # the corpus says in one line what it read
     assert "19,000 from europarl-v7-sample" in done.stdout
-    record = json.loads((store / "figure-attention.json").read_text())
+    record = json.loads((kept / "figure-attention.json").read_text())
     assert (record["layer"], record["n_layers"], record["n_heads"]) == (5, 6, 8)
-    assert json.loads((store / "results.json").read_text())["updates"] == 2
-    sentences, _ = store.load_attention(store / "figure-attention.npz")
+    assert json.loads((kept / "results.json").read_text())["updates"] == 2
+    sentences, _ = store.load_attention(kept / "figure-attention.npz")
     assert len(sentences) == 11
     for n in (3, 4, 5):
-        assert (store / f"figure-{n}.png").read_bytes()[:4] == b"\x89PNG"
+        assert (kept / f"figure-{n}.png").read_bytes()[:4] == b"\x89PNG"

@@ -168,3 +168,20 @@ def figures_reached(record: dict) -> dict[str, bool]:
         "Figure 4": record["its → Law"]["best"]["weight"] >= REACHED_WEIGHT,
         "Figure 5": len({h["head"] for h in record["structure"]["heads"]}) >= 2,
     }
+
+
+POSITIONAL_SHARE = 0.9  # Voita et al. (2019): a neighbour takes this share of words
+
+
+def neighbour_share(sentences: list[SentenceAttention]) -> np.ndarray:
+    """(layer, head) share of the words whose largest encoder weight falls on the
+    previous word, or on the next, whichever share is larger. ``sentences`` are
+    merged into words (``word_level``); </s> is never a query."""
+    before, after, words = 0, 0, 0
+    for s in sentences:
+        n = len(s.src_labels) - 1
+        largest = s.encoder[:, :, :n].argmax(-1)  # (layer, head, word)
+        before = before + (largest[..., 1:] == np.arange(n - 1)).sum(-1)
+        after = after + (largest[..., :-1] == np.arange(1, n)).sum(-1)
+        words += n - 1
+    return np.maximum(before, after) / words

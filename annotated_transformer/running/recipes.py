@@ -9,12 +9,16 @@ trains."""
 import functools
 import json
 import math
+import os
 from importlib import resources
 from pathlib import Path
 
 from annotated_transformer.running.run_folder import ADDED_LATER, AFTER_TRAINING
 
 BAND_FILE = "default_band.json"  # in the package's top folder
+# Settings removed since, each with the value under which a run computed what today's
+# code computes: a run that recorded that value trained the recipe without it.
+REMOVED_LATER = {"loss_chunk_tokens": 0}
 
 
 def recipe(config: dict) -> dict:
@@ -23,7 +27,11 @@ def recipe(config: dict) -> dict:
     config = json.loads(json.dumps(config))  # tuples become lists, as in the file
     # a setting added after a run was made: that run trained with its first value
     run = {**ADDED_LATER, **config["run"]}
-    run = {k: v for k, v in run.items() if k not in (*AFTER_TRAINING, "seed")}
+    run = {
+        k: v
+        for k, v in run.items()
+        if k not in (*AFTER_TRAINING, "seed") and (k, v) not in REMOVED_LATER.items()
+    }
     return {"model": config["model"], "run": run}
 
 
@@ -34,31 +42,44 @@ def stored_band() -> dict | None:
     return json.loads(stored.read_text()) if stored.is_file() else None
 
 
-def band_note(config: dict, step: int, band: dict | None) -> str | None:
-    """A line for a run of the band's recipe that validated at ``step``: the range of
-    the stored runs' validation loss there. None for another recipe or update."""
+def band_note(
+    config: dict, step: int, band: dict | None, nll: float | None = None
+) -> str | None:
+    """Lines for a run of the band's recipe that validated at ``step``: the range of
+    the stored runs' validation loss there, widened by the band's tolerance, and
+    whether the run's own loss ``nll`` lies inside. None for another recipe or
+    update."""
     if band is None or recipe(config) != band["recipe"]:
         return None
-    losses = band["valid_nll"].get(str(step))
+    at = str(step)
+    losses = [run["valid_nll"][at] for run in band["runs"] if at in run["valid_nll"]]
     if not losses:
         return None
-    if len(losses) == 1:
-        return f"  the default recipe's stored run at update {step}: {losses[0]:.3f}"
-    return (
-        f"  the default recipe's {len(losses)} stored runs (seeds and reruns) at "
-        f"update {step}: validation loss {min(losses):.3f} to {max(losses):.3f}"
+    low, high, tolerance = min(losses), max(losses), band["tolerance"]
+    note = (
+        f"  the default recipe's band at update {step}: {low - tolerance:.3f} to "
+        f"{high + tolerance:.3f}\n  ({len(losses)} stored runs span {low:.3f} to "
+        f"{high:.3f}, widened by {tolerance:.3f} for threads and machines)"
+    )
+    beyond = None if nll is None else max(low - tolerance - nll, nll - high - tolerance)
+    if beyond is None:
+        return note
+    if beyond <= 0:
+        return note + "\n  this run is inside the band"
+    return note + (
+        f"\n  this run is OUTSIDE the band, by {beyond:.3f}: farther than seeds, "
+        "threads and machines\n  moved any stored run; look for what differs (the "
+        "code, the data, a setting)"
     )
 
 
 SEED_RUNS = ("multi30k-en-de", "multi30k-en-de-seed1", "multi30k-en-de-seed2")
-# the same command and seed as the first, trained again with other thread counts
-RERUNS = ("multi30k-en-de-rerun",)
 
 
 def finished_run(folder: Path) -> dict:
-    """What the band needs of one finished run: its recipe, seed, validation losses
-    and test score. A file that is missing or not what a run writes is an error that
-    names it."""
+    """What the band needs of one run: its recipe, seed, validation losses and test
+    score (None when the folder holds no ``results.json``). A file that is missing or
+    not what a run writes is an error that names it."""
     name = "config.json"
     try:
         config = json.loads((folder / name).read_text(encoding="utf-8"))
@@ -68,9 +89,12 @@ def finished_run(folder: Path) -> dict:
             record = json.loads(line)
             if "valid_nll" in record:
                 run["nll"][str(record["step"])] = record["valid_nll"]
+        run["bleu"], numbers = None, list(run["nll"].values())
         name = "results.json"
-        run["bleu"] = json.loads((folder / name).read_text(encoding="utf-8"))["bleu"]
-        numbers = [run["bleu"], *run["nll"].values()]
+        if (folder / name).exists():  # a run stopped early may have no test score
+            results = json.loads((folder / name).read_text(encoding="utf-8"))
+            run["bleu"] = results["bleu"]
+            numbers.append(run["bleu"])
     except (OSError, ValueError) as error:  # unreadable, or not JSON
         raise ValueError(f"{folder / name} cannot be read ({error})") from None
     except (KeyError, TypeError, AttributeError) as error:
@@ -81,13 +105,26 @@ def finished_run(folder: Path) -> dict:
     if not all(isinstance(x, (int, float)) and math.isfinite(x) for x in numbers):
         raise ValueError(
             f"{folder} holds a loss or score that is not a finite number: a band is "
-            "drawn from runs that trained to the end"
+            "drawn from runs that trained without diverging"
         )
     return run
 
 
-def seed_band(folders: list[Path]) -> dict:
-    """The band of finished runs that differ only in their seed."""
+def same_seed_spread(runs: list[dict]) -> float:
+    """The largest distance between the validation losses of two runs of one seed at
+    one update (0 when no two runs share a seed): what threads and machines move."""
+    spread = 0.0
+    for seed in {run["seed"] for run in runs}:
+        twins = [run["nll"] for run in runs if run["seed"] == seed]
+        for step in set().union(*twins):
+            losses = [nll[step] for nll in twins if step in nll]
+            spread = max(spread, max(losses) - min(losses))
+    return spread
+
+
+def recipe_band(folders: list[Path]) -> dict:
+    """The band of runs of one recipe: each run's validation losses and test score,
+    named by its folder below the folder that holds them all, and the tolerance."""
     same = {f.resolve() for f in folders}
     if len(same) < len(folders):
         raise ValueError("a run folder is given twice; give each run once")
@@ -95,17 +132,36 @@ def seed_band(folders: list[Path]) -> dict:
     for folder, run in zip(folders, runs):
         if run["recipe"] != runs[0]["recipe"]:
             raise ValueError(f"{folder} trains another recipe than {folders[0]}")
-    steps = [step for step in runs[0]["nll"] if all(step in r["nll"] for r in runs)]
+    top = os.path.commonpath([f.resolve().parent for f in folders])
+    names = [f.resolve().relative_to(top).as_posix() for f in folders]
     return {
         "recipe": runs[0]["recipe"],
-        "seeds": [r["seed"] for r in runs],
-        "valid_nll": {step: [r["nll"][step] for r in runs] for step in steps},
-        "bleu": [r["bleu"] for r in runs],
+        "tolerance": same_seed_spread(runs),
+        "runs": [  # by name, so that the order of the folders given does not matter
+            {
+                "folder": name,
+                "seed": run["seed"],
+                "valid_nll": run["nll"],
+                "bleu": run["bleu"],
+            }
+            for name, run in sorted(zip(names, runs), key=lambda pair: pair[0])
+        ],
     }
 
 
-def stored_seed_runs(measured: Path, reruns: bool = False) -> list[Path]:
-    """The finished runs of ``SEED_RUNS`` stored under ``measured``, and with
-    ``reruns`` those of ``RERUNS`` too: the band that `train` prints spans both."""
-    runs = [measured / name for name in SEED_RUNS + (RERUNS if reruns else ())]
-    return [run for run in runs if (run / "results.json").is_file()]
+def runs_of_recipe(top: Path, wanted: dict) -> list[Path]:
+    """Every run folder under ``top`` whose ``config.json`` trains the recipe
+    ``wanted``, sorted. Links are not followed, and a ``config.json`` that is not a
+    run's settings belongs to no run of the recipe."""
+    found = []
+    for folder, _, files in os.walk(top):  # os.walk follows no link to a folder
+        path = Path(folder) / "config.json"
+        if "config.json" not in files or path.is_symlink():
+            continue
+        try:
+            trains = recipe(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            continue  # not a run's settings
+        if trains == wanted:
+            found.append(Path(folder))
+    return sorted(found)

@@ -283,7 +283,8 @@ def validate(s: Session, bar, step: int) -> None:
         f"{math.exp(min(nll, 50)):.2f}, source attention entropy / uniform by layer "
         f"{' '.join(f'{a:.2f}' for a in alignment)}"
     )
-    note = band_note(f.settings, step, stored_band())  # the default recipe's seeds
+    # the default recipe's stored runs, and whether this run lies among them
+    note = band_note(f.settings, step, stored_band(), nll)
     if note:
         bar.write(note)
 
