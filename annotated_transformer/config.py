@@ -41,8 +41,6 @@ def checked_replace(config, **changes):
     return replace(config, **changes)
 
 
-# The values a named setting may take, listed once: the checks below and the command
-# line's choices both read them from here.
 POSITIONAL_KINDS = tuple(POSITIONAL)  # chapter 6's kinds of positions
 INITIALIZATIONS = ("pytorch", "xavier")
 

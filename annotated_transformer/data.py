@@ -34,7 +34,7 @@ class Batch:
     # tokens each target token may see and where each token stands: by default the
     # source mask, and positions 0, 1, 2, ... in every row.
     memory_mask: torch.Tensor | None = None  # (batch, tgt_len, src_len)
-    positions: tuple | None = None  # (source, target) positions, each (batch, len)
+    positions: tuple = (None, None)  # (source, target), each (batch, len) or None
 
     @classmethod
     def from_tensors(cls, src: torch.Tensor, tgt: torch.Tensor, pad: int) -> "Batch":

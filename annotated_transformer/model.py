@@ -32,12 +32,14 @@ class EncoderDecoder(nn.Module):
         self.tgt_embed = tgt_embed
         self.generator = generator
 
-    def forward(self, src, tgt, src_mask, tgt_mask, memory_mask=None, positions=None):
+    def forward(
+        self, src, tgt, src_mask, tgt_mask, memory_mask=None, positions=(None, None)
+    ):
         """Decoder states for every target position: apply ``generator`` to them for the
         next-token probabilities. ``memory_mask`` (which source tokens each target token
         may attend to) is ``src_mask`` unless given, and ``positions``, the source's and
         the target's token positions, are 0, 1, 2, ... unless given."""
-        src_pos, tgt_pos = (None, None) if positions is None else positions
+        src_pos, tgt_pos = positions
         memory = self.encode(src, src_mask, src_pos)
         memory_mask = src_mask if memory_mask is None else memory_mask
         return self.decode(memory, memory_mask, tgt, tgt_mask, positions=tgt_pos)

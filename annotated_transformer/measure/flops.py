@@ -125,7 +125,7 @@ def batch_lengths(batches) -> tuple[list[int], list[int]]:
     positions, which start at 0 with each sentence."""
     src, tgt = [], []
     for b in batches:
-        src_pos, tgt_pos = (None, None) if b.positions is None else b.positions
+        src_pos, tgt_pos = b.positions
         src += sentence_lengths(b.src, src_pos)
         tgt += sentence_lengths(b.tgt_out, tgt_pos)
     return src, tgt

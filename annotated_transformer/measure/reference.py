@@ -69,12 +69,14 @@ class TorchTransformer(nn.Module):
         self.generator = Generator(c.d_model, c.vocab_size)
         self.generator.proj.weight = self.embed[0].lut.weight
 
-    def forward(self, src, tgt, src_mask, tgt_mask, memory_mask=None, positions=None):
+    def forward(
+        self, src, tgt, src_mask, tgt_mask, memory_mask=None, positions=(None, None)
+    ):
         """The inputs of EncoderDecoder.forward; returns the decoder states. Only the
         source mask is read: padding comes last, so the causal mask alone keeps every
         real target position off it. A packed batch's ``memory_mask`` and ``positions``
         are refused: the benchmark times packing on our model alone."""
-        if memory_mask is not None or positions is not None:
+        if memory_mask is not None or any(p is not None for p in positions):
             raise ValueError("TorchTransformer takes padded batches, not packed ones")
         src_padding = ~src_mask[:, 0]  # (batch, src_len), True = padding
         return self.transformer(
