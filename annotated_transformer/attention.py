@@ -31,13 +31,8 @@ class MultiHeadedAttention(nn.Module):
 
     def __init__(self, h, d_model, dropout=0.0, d_k=None, d_v=None, fused=False):
         super().__init__()
-        if (d_k is None or d_v is None) and d_model % h:
-            raise ValueError(
-                f"d_model={d_model} is not divisible by h={h}; give d_k and d_v"
-            )
         self.h = h
-        self.d_k = d_k or d_model // h
-        self.d_v = d_v or d_model // h
+        self.d_k, self.d_v = head_sizes(h, d_model, d_k, d_v)  # d_model / h by default
         self.w_q = nn.Linear(d_model, h * self.d_k)  # the h matrices W_i^Q side by side
         self.w_k = nn.Linear(d_model, h * self.d_k)
         self.w_v = nn.Linear(d_model, h * self.d_v)
@@ -47,33 +42,49 @@ class MultiHeadedAttention(nn.Module):
         self.rotary = None  # rotary positions' Rotation (chapter 6), for self-attention
 
     def keys_values(self, key, value):
-        """Keys and values projected and split into heads: (batch, h, n_k, d_k) and
-        (batch, h, n_k, d_v)."""
-        batch = key.size(0)
-        k = self.w_k(key).view(batch, -1, self.h, self.d_k).transpose(1, 2)
-        v = self.w_v(value).view(batch, -1, self.h, self.d_v).transpose(1, 2)
+        """Keys and values projected, split into heads: (batch, h, n_k, d_k or d_v)."""
+        k = self.w_k(key).view(key.size(0), -1, self.h, self.d_k).transpose(1, 2)
+        v = self.w_v(value).view(value.size(0), -1, self.h, self.d_v).transpose(1, 2)
         return k, v
 
     def forward(self, query, key, value, mask=None, cache=None, positions=None):
         # query: (batch, n_q, d_model); key, value: (batch, n_k, d_model)
-        # mask: (batch, 1 or n_q, n_k), True = may attend; the same for every head
-        # positions: the queries' positions, read only by rotary attention (chapter 6)
+        # mask: (batch, 1 or n_q, n_k), True = may attend
         batch = query.size(0)
-        if mask is not None:
-            mask = mask.unsqueeze(1)  # (batch, 1, 1 or n_q, n_k): broadcast over heads
         q = self.w_q(query).view(batch, -1, self.h, self.d_k).transpose(1, 2)
-        # q: (batch, h, n_q, d_k)
-        if cache is None:
-            k, v = self.keys_values(key, value)
-        else:  # decoding one token at a time, with the earlier ones' (chapter 9)
-            k, v = cache.keys_values(self, key, value)
-        if self.rotary is not None:  # turned by position; cached keys sit at 0, 1, ...
-            q = self.rotary(q, positions)
-            k = self.rotary(k, positions if cache is None else None)
-        if self.fused:
-            p = self.dropout.p if self.training else 0.0
-            x = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
-        else:
-            x, _ = attention(q, k, v, mask, self.dropout)  # (batch, h, n_q, d_v)
+        q, k, v = head_inputs(self, q, key, value, cache, positions)
+        mask = None if mask is None else mask.unsqueeze(1)  # alike for every head
+        eq1 = fused_attention if self.fused else attention  # the same function
+        x, _ = eq1(q, k, v, mask, self.dropout)  # (batch, h, n_q, d_v)
         x = x.transpose(1, 2).reshape(batch, -1, self.h * self.d_v)  # concatenated
         return self.w_o(x)  # (batch, n_q, d_model)
+
+
+def head_inputs(mha, q, key, value, cache=None, positions=None):
+    """The queries, keys and values that eq. 1 takes for every head of ``mha`` at once:
+    ``q``, and the keys and values of ``key`` and ``value`` (with a decoding ``cache``,
+    those of the earlier tokens too), queries and keys turned under rotary positions."""
+    if cache is None:
+        k, v = mha.keys_values(key, value)
+    else:  # decoding one token at a time, with the earlier ones' (chapter 9)
+        k, v = cache.keys_values(mha, key, value)
+    if mha.rotary is not None:  # turned by position; cached keys sit at 0, 1, ...
+        q = mha.rotary(q, positions)
+        k = mha.rotary(k, positions if cache is None else None)
+    return q, k, v
+
+
+def fused_attention(q, k, v, mask=None, dropout: nn.Module | None = None):
+    """Eq. 1 as ``attention`` computes it, by PyTorch's fused kernel: the output, and
+    None for the weights, which the kernel never stores."""
+    p = dropout.p if dropout is not None and dropout.training else 0.0
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p), None
+
+
+def head_sizes(h, d_model, d_k=None, d_v=None):
+    """(d_k, d_v), each d_model / h unless given (Table 3 rows A and B vary them)."""
+    if (d_k is None or d_v is None) and d_model % h:
+        raise ValueError(
+            f"d_model={d_model} is not divisible by h={h}; give d_k and d_v"
+        )
+    return d_k or d_model // h, d_v or d_model // h

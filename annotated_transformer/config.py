@@ -46,8 +46,8 @@ INITIALIZATIONS = ("pytorch", "xavier")
 
 
 @dataclass(frozen=True)
-class TransformerConfig:
-    """Every knob of Table 3, plus vocabulary, norm placement and optional extras."""
+class PaperSettings:
+    """The model's knobs in the paper, at the base model's values (Table 3, §5)."""
 
     vocab_size: int = setting(
         37000, "size of the shared source-target vocabulary (§5.1)"
@@ -65,6 +65,12 @@ class TransformerConfig:
         0.0, "dropout on attention weights; not in §5.4, so off"
     )
     label_smoothing: float = setting(0.1, "ε_ls, label smoothing (§5.4)")
+
+
+@dataclass(frozen=True)
+class TransformerConfig(PaperSettings):
+    """The paper's settings, plus the options of its variations and of ours."""
+
     positional: str = setting(
         "sinusoidal",
         f"the kind of positions (chapter 6): {', '.join(POSITIONAL_KINDS)}; "

@@ -30,9 +30,7 @@ class Batch:
     src_mask: torch.Tensor  # (batch, 1, src_len), True = real token; packed: a row each
     tgt_mask: torch.Tensor  # (batch, tgt_len, tgt_len): True = real, not in the future
     n_tokens: int  # non-padding target tokens: what the loss is averaged over
-    # Several sentences to a row (packed, appendix A) also need to say which source
-    # tokens each target token may see and where each token stands: by default the
-    # source mask, and positions 0, 1, 2, ... in every row.
+    # packed batches only (appendix A); by default the source mask and 0, 1, 2, ...
     memory_mask: torch.Tensor | None = None  # (batch, tgt_len, src_len)
     positions: tuple = (None, None)  # (source, target), each (batch, len) or None
 
@@ -50,19 +48,21 @@ class Batch:
         )
 
     def to(self, device) -> "Batch":
-        # to a GPU through pinned memory, so that the CPU need not wait for the copy
-        gpu = torch.device(device).type == "cuda"
+        """This batch on ``device``; to a GPU through pinned memory (``to_device``)."""
+        parts = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return Batch(**{name: to_device(part, device) for name, part in parts.items()})
 
-        def moved(t):
-            if isinstance(t, tuple):
-                return tuple(moved(part) for part in t)
-            if not isinstance(t, torch.Tensor):
-                return t  # a count, or a part the batch does not have
-            pinned = t.pin_memory() if gpu and t.device.type == "cpu" else t
-            return pinned.to(device, non_blocking=gpu)
 
-        fields = dataclasses.fields(self)
-        return Batch(**{f.name: moved(getattr(self, f.name)) for f in fields})
+def to_device(value, device):
+    """``value`` on ``device``: a tensor through pinned memory when it goes to a GPU, a
+    tuple part by part, anything else (a count, a part the batch lacks) as it is."""
+    gpu = torch.device(device).type == "cuda"
+    if isinstance(value, tuple):
+        return tuple(to_device(part, device) for part in value)
+    if not isinstance(value, torch.Tensor):
+        return value
+    pinned = value.pin_memory() if gpu and value.device.type == "cpu" else value
+    return pinned.to(device, non_blocking=gpu)
 
 
 # --- from book/10_data.md ---
@@ -175,6 +175,22 @@ def encode_pairs(sp, pairs: Sequence[tuple[str, str]], max_tokens: int | None = 
     return kept, kept_report(counts, max_tokens)
 
 
+def cut_by_tokens(order, src_lengths, tgt_lengths, max_tokens) -> list[list[int]]:
+    """Pair indices in ``order`` cut into batches of at most ``max_tokens`` source
+    tokens and as many target tokens; a longer pair gets a batch of its own."""
+    batches, current, src_tokens, tgt_tokens = [], [], 0, 0
+    for i in order:
+        s, t = src_tokens + src_lengths[i], tgt_tokens + tgt_lengths[i]
+        if current and max(s, t) > max_tokens:
+            batches.append(current)
+            current, s, t = [], src_lengths[i], tgt_lengths[i]
+        current.append(i)
+        src_tokens, tgt_tokens = s, t
+    if current:
+        batches.append(current)
+    return batches
+
+
 @dataclass
 class TokenBatches:
     """Batches of pair indices holding at most ``max_tokens`` source tokens and as many
@@ -204,16 +220,9 @@ class TokenBatches:
             range(len(self.src_lengths)),
             key=lambda i: (self.tgt_lengths[i], self.src_lengths[i], noise[i]),
         )
-        batches, current, src_tokens, tgt_tokens = [], [], 0, 0
-        for i in order:
-            s, t = src_tokens + self.src_lengths[i], tgt_tokens + self.tgt_lengths[i]
-            if current and max(s, t) > self.max_tokens:
-                batches.append(current)
-                current, s, t = [], self.src_lengths[i], self.tgt_lengths[i]
-            current.append(i)
-            src_tokens, tgt_tokens = s, t
-        if current:
-            batches.append(current)
+        batches = cut_by_tokens(
+            order, self.src_lengths, self.tgt_lengths, self.max_tokens
+        )
         if self.shuffle:
             rng.shuffle(batches)
         return batches

@@ -42,14 +42,21 @@ class KVCache:
         self.k, self.v = self.k[rows], self.v[rows]
 
 
-# inference_mode: no gradients, as with no_grad, nor bookkeeping for a backward pass.
-@torch.inference_mode()
-def greedy_decode(model, src, src_mask, max_len, incremental=False, eos=EOS):
-    """The most probable next token at every step, for a batch of sources.
+def strip_special(tokens: torch.Tensor, eos: int, pad: int) -> list[list[int]]:
+    """Token lists cut at the first <eos>, padding removed."""
+    result = []
+    for row in tokens.tolist():
+        if eos in row:
+            row = row[: row.index(eos)]
+        result.append([t for t in row if t != pad])
+    return result
 
-    max_len: one limit for all rows, or a (batch,) tensor of limits. Returns (batch,
-    steps) token ids without <bos>; after its <eos> or its limit, a row holds only
-    ``pad``."""
+
+@torch.inference_mode()  # no gradients, nor bookkeeping for a backward pass
+def greedy_decode(model, src, src_mask, max_len, incremental=False, eos=EOS):
+    """The most probable next token at every step, for a batch of sources. max_len:
+    one limit for all rows, or a (batch,) tensor of limits. Returns (batch, steps) ids
+    without <bos>; after its <eos> or its limit, a row holds only ``pad``."""
     batch = src.size(0)
     limits = torch.as_tensor(max_len, device=src.device).expand(batch)
     memory = model.encode(src, src_mask)  # (batch, src_len, d_model), computed once
@@ -69,16 +76,6 @@ def greedy_decode(model, src, src_mask, max_len, incremental=False, eos=EOS):
         if done.all():
             break
     return ys[:, 1:]
-
-
-def strip_special(tokens: torch.Tensor, eos: int, pad: int) -> list[list[int]]:
-    """Token lists cut at the first <eos>, padding removed."""
-    result = []
-    for row in tokens.tolist():
-        if eos in row:
-            row = row[: row.index(eos)]
-        result.append([t for t in row if t != pad])
-    return result
 
 
 # --- from book/14_results.md ---
@@ -153,9 +150,7 @@ def beam_search(
     memory = model.encode(src, src_mask).repeat_interleave(k, dim=0)  # row i * k + j
     src_mask = src_mask.repeat_interleave(k, dim=0)
     cache = None
-    if (
-        settings.incremental
-    ):  # a (self-attention, encoder-decoder attention) pair a layer
+    if settings.incremental:  # a pair a layer: self- and encoder-decoder attention
         cache = [(KVCache(), KVCache(fixed=True)) for _ in model.decoder.layers]
     ys = torch.full((batch * k, 1), data.BOS, dtype=torch.long, device=device)
     beam_log_probs = torch.full((batch, k), float("-inf"), device=device)

@@ -39,24 +39,15 @@ class SublayerConnection(nn.Module):
 class EncoderLayer(nn.Module):
     """Self-attention, then feed-forward, each in a residual sub-layer (§3.1)."""
 
-    def __init__(
-        self,
-        d_model: int,
-        self_attn,
-        feed_forward,
-        dropout: float,
-        norm_first: bool = False,
-    ):
+    def __init__(self, d_model, self_attn, feed_forward, dropout, norm_first=False):
         super().__init__()
         self.d_model = d_model
-        self.self_attn = self_attn
-        self.feed_forward = feed_forward
+        self.self_attn, self.feed_forward = self_attn, feed_forward
         self.sublayers = clones(SublayerConnection(d_model, dropout, norm_first), 2)
 
     def forward(self, x, mask, positions=None):
         # x: (batch, src_len, d_model); mask: (batch, 1 or src_len, src_len), True =
-        # may attend (one row for all queries, or a row each in a packed batch)
-        # positions: the tokens' positions, for attention that reads them (chapter 6)
+        # may attend; positions: the tokens' positions, for rotary attention (chapter 6)
         x = self.sublayers[0](
             x, lambda y: self.self_attn(y, y, y, mask, None, positions)
         )
@@ -81,27 +72,16 @@ class DecoderLayer(nn.Module):
     """Masked self-attention, attention over the encoder output, feed-forward (§3.1)."""
 
     def __init__(
-        self,
-        d_model: int,
-        self_attn,
-        src_attn,
-        feed_forward,
-        dropout: float,
-        norm_first: bool = False,
+        self, d_model, self_attn, src_attn, feed_forward, dropout, norm_first=False
     ):
         super().__init__()
         self.d_model = d_model
-        self.self_attn = self_attn
-        self.src_attn = src_attn
+        self.self_attn, self.src_attn = self_attn, src_attn
         self.feed_forward = feed_forward
         self.sublayers = clones(SublayerConnection(d_model, dropout, norm_first), 3)
 
     def forward(self, x, memory, src_mask, tgt_mask, cache=None, positions=None):
         # x: (batch, tgt_len, d_model); memory: (batch, src_len, d_model)
-        # src_mask: (batch, 1 or tgt_len, src_len), the source tokens each target token
-        # may see; tgt_mask: (batch, tgt_len, tgt_len)
-        # cache: None, or when decoding one token at a time (the attention and decoding
-        # chapters), this layer's (self-attention, encoder-decoder attention) caches
         self_cache, src_cache = cache if cache is not None else (None, None)
         x = self.sublayers[0](
             x, lambda y: self.self_attn(y, y, y, tgt_mask, self_cache, positions)

@@ -21,28 +21,29 @@ from annotated_transformer.positional import POSITIONAL, Rotation, token_positio
 
 
 # --- from book/02_architecture.md ---
+def newest_token(tgt, position):
+    """Decoding one token at a time: the newest token of ``tgt``, (batch, 1), and its
+    position, which follows the earlier tokens' (``position`` is the module that adds
+    the positions)."""
+    step = tgt.size(1) - 1
+    return tgt[:, -1:], token_positions(1, position.max_len, step, tgt.device)
+
+
 class EncoderDecoder(nn.Module):
     """Encoder, decoder, their embeddings and the generator (§3, Figure 1)."""
 
     def __init__(self, encoder, decoder, src_embed, tgt_embed, generator):
         super().__init__()
-        self.encoder = encoder
-        self.decoder = decoder
-        self.src_embed = src_embed
-        self.tgt_embed = tgt_embed
-        self.generator = generator
+        self.encoder, self.decoder = encoder, decoder
+        self.src_embed, self.tgt_embed, self.generator = src_embed, tgt_embed, generator
 
     def forward(
         self, src, tgt, src_mask, tgt_mask, memory_mask=None, positions=(None, None)
     ):
-        """Decoder states for every target position: apply ``generator`` to them for the
-        next-token probabilities. ``memory_mask`` (which source tokens each target token
-        may attend to) is ``src_mask`` unless given, and ``positions``, the source's and
-        the target's token positions, are 0, 1, 2, ... unless given."""
-        src_pos, tgt_pos = positions
-        memory = self.encode(src, src_mask, src_pos)
+        """Decoder states; the generator turns them into next-token probabilities."""
+        memory = self.encode(src, src_mask, positions[0])
         memory_mask = src_mask if memory_mask is None else memory_mask
-        return self.decode(memory, memory_mask, tgt, tgt_mask, positions=tgt_pos)
+        return self.decode(memory, memory_mask, tgt, tgt_mask, positions=positions[1])
 
     def encode(self, src, src_mask, positions=None):
         # src: (batch, src_len) token ids -> memory z: (batch, src_len, d_model)
@@ -53,9 +54,7 @@ class EncoderDecoder(nn.Module):
         # tgt: (batch, tgt_len) token ids -> (batch, tgt_len, d_model)
         embed, position = self.tgt_embed
         if cache is not None:  # incremental: only the newest token is computed
-            step = tgt.size(1) - 1
-            positions = token_positions(1, position.max_len, step, tgt.device)
-            tgt = tgt[:, -1:]  # (batch, 1)
+            tgt, positions = newest_token(tgt, position)
         x = position(embed(tgt), positions)
         return self.decoder(x, memory, src_mask, tgt_mask, cache, positions)
 
@@ -73,6 +72,32 @@ class Generator(nn.Module):
 
 
 # --- from book/07_full_model.md ---
+def with_rotary(attention, positional: str, d_k: int):
+    """``attention``, turning its queries and keys if ``positional`` is rotary."""
+    if positional == "rotary":
+        attention.rotary = Rotation(d_k)
+    return attention
+
+
+def initialize(model, init: str) -> None:
+    """Draw every linear layer of both stacks again, each independently of the others
+    (the layers of a stack are deep copies of one layer): PyTorch's own draw, or
+    Xavier's with zero biases."""
+    for module in [*model.encoder.modules(), *model.decoder.modules()]:
+        if not isinstance(module, nn.Linear):
+            continue
+        if init == "xavier":
+            nn.init.xavier_uniform_(module.weight)
+            nn.init.zeros_(module.bias)
+        else:
+            module.reset_parameters()  # PyTorch's own: U(±1/√fan_in) weights and biases
+
+
+def count_parameters(model: nn.Module) -> int:
+    """Trainable parameters, each shared tensor counted once."""
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
 def make_model(config: TransformerConfig) -> EncoderDecoder:
     """Build the Transformer described by ``config`` (Figure 1, §3.1–3.5)."""
     c = config
@@ -84,10 +109,7 @@ def make_model(config: TransformerConfig) -> EncoderDecoder:
         )
 
     def self_attn():  # rotary positions turn self-attention's queries and keys
-        a = attn()
-        if c.positional == "rotary":
-            a.rotary = Rotation(d_k)
-        return a
+        return with_rotary(attn(), c.positional, d_k)
 
     def ffn():
         return PositionwiseFeedForward(c.d_model, c.d_ff)
@@ -97,38 +119,18 @@ def make_model(config: TransformerConfig) -> EncoderDecoder:
 
     src_embed = Embeddings(c.vocab_size, c.d_model)
     tgt_embed = src_embed if c.tie_embeddings else Embeddings(c.vocab_size, c.d_model)
+    encoder_layer = EncoderLayer(c.d_model, self_attn(), ffn(), c.dropout, c.norm_first)
+    decoder_layer = DecoderLayer(
+        c.d_model, self_attn(), attn(), ffn(), c.dropout, c.norm_first
+    )
     model = EncoderDecoder(
-        Encoder(
-            EncoderLayer(c.d_model, self_attn(), ffn(), c.dropout, c.norm_first),
-            c.n_layers,
-            c.norm_first,
-        ),
-        Decoder(
-            DecoderLayer(
-                c.d_model, self_attn(), attn(), ffn(), c.dropout, c.norm_first
-            ),
-            c.n_layers,
-            c.norm_first,
-        ),
+        Encoder(encoder_layer, c.n_layers, c.norm_first),
+        Decoder(decoder_layer, c.n_layers, c.norm_first),
         nn.Sequential(src_embed, positions()),
         nn.Sequential(tgt_embed, positions()),
         Generator(c.d_model, c.vocab_size),
     )
-    # The layers of a stack are deep copies of one layer, so every linear layer is
-    # initialized again here, each independently of the others.
-    for module in [*model.encoder.modules(), *model.decoder.modules()]:
-        if not isinstance(module, nn.Linear):
-            continue
-        if c.init == "xavier":
-            nn.init.xavier_uniform_(module.weight)
-            nn.init.zeros_(module.bias)
-        else:
-            module.reset_parameters()  # PyTorch's own: U(±1/√fan_in) weights and biases
+    initialize(model, c.init)  # every linear layer drawn again (folded above)
     if c.tie_embeddings:  # three-way tying: one Parameter
         model.generator.proj.weight = src_embed.lut.weight
     return model
-
-
-def count_parameters(model: nn.Module) -> int:
-    """Trainable parameters, each shared tensor counted once."""
-    return sum(p.numel() for p in model.parameters() if p.requires_grad)

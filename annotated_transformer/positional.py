@@ -72,6 +72,14 @@ class LearnedPositionalEmbedding(nn.Module):
         return self.dropout(x + self.pe(positions))
 
 
+def turn_pairs(x, angles):
+    """Each pair (x[2i], x[2i+1]) of ``x`` turned by the angle ``angles[..., i]``."""
+    cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
+    even, odd = x[..., 0::2], x[..., 1::2]
+    turned = torch.stack((even * cos - odd * sin, even * sin + odd * cos), dim=-1)
+    return turned.flatten(-2)  # the pairs back in their places
+
+
 class Rotation(nn.Module):
     """Rotary positions (Su et al., 2021): pair i of a query or key at position m turned
     by the angle m θ_i, θ_i = 10000^(-2i/d_k)."""
@@ -90,10 +98,7 @@ class Rotation(nn.Module):
         angles = positions.unsqueeze(-1) * self.theta  # (..., n, d_k / 2), in float64
         if angles.dim() == 3:
             angles = angles.unsqueeze(1)  # (batch, 1, n, d_k / 2): alike for every head
-        cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
-        even, odd = x[..., 0::2], x[..., 1::2]
-        turned = torch.stack((even * cos - odd * sin, even * sin + odd * cos), dim=-1)
-        return turned.flatten(-2)  # the pairs back in their places
+        return turn_pairs(x, angles)
 
 
 class RotaryPositions(nn.Module):

@@ -1,11 +1,13 @@
 """The prose check: chapters state measured numbers only through cells."""
 
+import re
 from pathlib import Path
 
 from conftest import load_tool
 
 ROOT = Path(__file__).resolve().parents[1]
 check = load_tool("check_prose_numbers")
+prose_lines = load_tool("book_references").prose_lines
 
 HEADER = (
     "---\njupytext:\n  text_representation:\n    format_name: myst\n---\n\n# A "
@@ -81,24 +83,41 @@ def test_the_chapters_state_limits_as_facts_not_as_plans():
     assert not found, found
 
 
+def test_a_verdict_states_its_number_and_does_not_send_the_reader_to_a_fold():
+    """A solution's verdict gives its number in the prose (glued), not "(checked)" or
+    "the cell prints" over a folded output."""
+    deferrals = re.compile(
+        r"\(checked\)|\(printed\)|the cell (below )?prints|as the cell prints|"
+        r"(the|its|that) (hidden |folded )?cell checks"
+    )
+    found = [
+        f"{page.name}:{number}: {match.group(0)!r}"
+        for page in sorted((ROOT / "book").glob("[0-9][0-9]_*.md"))
+        for number, line in prose_lines(page.read_text(encoding="utf-8"))
+        for match in deferrals.finditer(line.lower())
+    ]
+    assert not found, found
+
+
 def test_the_readme_states_the_stored_chapter_times():
     times = load_tool("chapter_times")
     assert times.summary() in (ROOT / "README.md").read_text()
 
 
-# A shown cell longer than this is two ideas: the chapter splits it by meaning, with
-# prose between the parts; an appendix holds machinery and may show more.
-LONGEST_SHOWN_CELL = {"chapter": 80, "appendix": 150}
+# A shown cell longer than this is two ideas: the page splits it by meaning, with prose
+# between the parts, or folds the machinery (tools/book_weight.py measures the same on
+# the built book, with its other limits).
+LONGEST_SHOWN_CELL = {"chapter": 40, "appendix": 40}
 
 
 def shown_cell_lengths(chapter: Path) -> list[int]:
-    """The line counts of the chapter's code cells a reader sees (no remove or hide
-    tag)."""
+    """The non-blank lines of each of the chapter's code cells a reader sees (no
+    remove or hide tag)."""
     import jupytext
 
     notebook = jupytext.read(chapter, fmt="md:myst")
     return [
-        len(cell.source.strip("\n").splitlines())
+        sum(1 for line in cell.source.splitlines() if line.strip())
         for cell in notebook.cells
         if cell.cell_type == "code"
         and not any(

@@ -16,8 +16,9 @@ from annotated_transformer.config import PAPER_DECODING, DecodeConfig
 from annotated_transformer.decoding import translate_sentences
 from annotated_transformer.layers import subsequent_mask
 
-
 # --- from book/15_attention_figures.md ---
+
+
 @contextlib.contextmanager
 def captured_attention(modules):
     """While active, every call of each ``MultiHeadedAttention`` in ``modules`` appends
