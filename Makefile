@@ -124,9 +124,10 @@ format: $(FULL)
 	$(BIN)/python tools/literate.py export
 
 # Chapters are executed again only when their code changed (execute_notebooks: cache), or when AT_SCALE
-# differs from the last build's, since the cache does not see environment variables. They train at
-# PyTorch's default thread count (unless OMP_NUM_THREADS says otherwise), not at one chosen by timing,
-# so that a page shows the same numbers however busy the machine was.
+# differs from the last build's, since the cache does not see environment variables. Each kernel starts
+# at as many threads as there are free cores, and a page that trains times its thread counts as
+# `train` does (unless OMP_NUM_THREADS fixes the count): on a busy machine PyTorch's default count makes
+# every thread wait for the core another program holds.
 book: $(FULL)
 	@mkdir -p _build
 	@# another scale: every page is executed and read again (Sphinx re-reads only changed sources)
@@ -135,18 +136,20 @@ book: $(FULL)
 	@# every kernel first runs the figure-text hook: each figure records its smallest text's size
 	@mkdir -p _build/ipython/profile_default/startup
 	@cp tools/figure_text_startup.py _build/ipython/profile_default/startup/
+	@# and starts at as many threads as the machine has free cores
+	@cp tools/threads_startup.py _build/ipython/profile_default/startup/
 	@# the kernels talk to the build over local TCP: no warning about it on every page
 	@echo 'c.IPKernelApp.log_level = "ERROR"' > _build/ipython/profile_default/ipython_kernel_config.py
 	@# matplotlib's font list of its own, made by the build: one in the home folder may be
 	@# unwritable or stale, and each kernel would then warn on standard error (a failed page)
 	@mkdir -p _build/matplotlib
-	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-$$($(BIN)/python -c "import torch; print(torch.get_num_threads())")} \
-	  IPYTHONDIR=$(CURDIR)/_build/ipython MPLCONFIGDIR=$(CURDIR)/_build/matplotlib AT_SCALE=$(AT_SCALE) \
+	IPYTHONDIR=$(CURDIR)/_build/ipython MPLCONFIGDIR=$(CURDIR)/_build/matplotlib AT_SCALE=$(AT_SCALE) \
 	  $(BIN)/jupyter-book build . -W --keep-going
 
 book-check: $(FULL)
 	$(BIN)/python tools/check_glue_order.py
 	$(BIN)/python tools/check_offline_book.py --self-test
+	$(BIN)/python tools/book_weight.py --check
 
 MINUTES ?= 30
 fuzz: $(FULL)
