@@ -129,3 +129,10 @@ def test_a_link_left_to_a_source_file_is_a_problem():
         "a link to a source file, not to its page (glued Markdown is not resolved): "
         "09_copy_task.md"
     ]
+
+
+def test_a_script_error_on_the_page_is_a_problem():
+    measured = {"scrolls": [], "uncaptioned": [], "errors": ["SyntaxError: x"]}
+    page = f"<body data-pagetest='{json.dumps(measured)}'><p>x</p></body>"
+    _, problems = check.check_page(Path("x.html"), page, page)
+    assert problems == ["a script error on the page: 'SyntaxError: x'"]

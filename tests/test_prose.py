@@ -8,6 +8,7 @@ from conftest import load_tool
 ROOT = Path(__file__).resolve().parents[1]
 check = load_tool("check_prose_numbers")
 prose_lines = load_tool("book_references").prose_lines
+PREFACE = ROOT / "book" / "00_preface.md"
 
 HEADER = (
     "---\njupytext:\n  text_representation:\n    format_name: myst\n---\n\n# A "
@@ -99,9 +100,26 @@ def test_a_verdict_states_its_number_and_does_not_send_the_reader_to_a_fold():
     assert not found, found
 
 
+def test_the_preface_speaks_of_the_book_not_of_how_a_number_reaches_the_page():
+    """How a page's numbers are computed and shown (glue, the {eval} role) is for
+    contributors: the README says it, the preface does not."""
+    prose = " ".join(
+        line for _, line in prose_lines(PREFACE.read_text(encoding="utf-8"))
+    )
+    assert not re.search(r"\bglue\b|``\{eval\}", prose)
+    assert re.search(r"\bglue\b", (ROOT / "README.md").read_text(encoding="utf-8"))
+
+
 def test_the_readme_states_the_stored_chapter_times():
     times = load_tool("chapter_times")
     assert times.summary() in (ROOT / "README.md").read_text()
+
+
+def test_the_readme_states_the_stored_build_times():
+    builds = load_tool("build_time")
+    assert " ".join(builds.summary().split()) in " ".join(
+        (ROOT / "README.md").read_text().split()
+    )
 
 
 # A shown cell longer than this is two ideas: the page splits it by meaning, with prose

@@ -24,6 +24,8 @@ scripts are given time to run, and the resulting DOM is inspected:
   words, may be wider than its column;
 - no code shown on the page may call ``glue(`` (the cells that glue numbers into the
   prose are to have their input removed);
+- no script of the page may throw an error (each is recorded from the first line of
+  the page's head);
 - every figure a cell draws must have a caption: the paragraph right after the cell
   starts in italics (a figure inside a collapsed solution is captioned by the prose of
   its dropdown);
@@ -34,10 +36,10 @@ scripts are given time to run, and the resulting DOM is inspected:
 
 A script added to a copy of each page makes the explorers' changes and the measurements
 and records what it saw in the page. ``--self-test`` first renders a copy of a built
-page with a planted case of six checks (a 130-column code line, a table too wide for
-its column, a highlighted ``glue(`` call, a Markdown table printed by a cell, a figure
-with 7 px labels, an image whose alt text is its file name), and fails unless the
-check reports each.
+page with a planted case of seven checks (a 130-column code line, a table too wide
+for its column, a highlighted ``glue(`` call, a Markdown table printed by a cell, a
+figure with 7 px labels, an image whose alt text is its file name, a constant that two
+scripts declare), and fails unless the check reports each.
 """
 
 from __future__ import annotations
@@ -70,6 +72,12 @@ NO_NETWORK = [
     "--proxy-bypass-list=<-loopback>",
     "--host-resolver-rules=MAP * ~NOTFOUND",
 ]
+# Added first in the page's head: every error a script of the page throws is kept.
+ERROR_LISTENER = """<script>
+window.pageErrors = [];
+window.addEventListener("error", e => window.pageErrors.push(String(e.message)));
+</script>"""
+HEAD = re.compile(r"<head[^>]*>")
 PAGE_TEST = """<script>
 window.addEventListener("load", () => setTimeout(() => {
   const scrolls = [];
@@ -107,7 +115,7 @@ window.addEventListener("load", () => setTimeout(() => {
     src: img.getAttribute("src"), alt: img.getAttribute("alt") || "",
     natural: img.naturalWidth, shown: img.getBoundingClientRect().width}));
   document.body.dataset.pagetest = JSON.stringify(
-    {scrolls, uncaptioned, wide, images});
+    {scrolls, uncaptioned, wide, images, errors: window.pageErrors || []});
 }, 200));
 </script>"""
 EXPLORER_TEST = """<script>
@@ -437,6 +445,10 @@ def check_page(
             for w in scan.page_test.get("wide", [])[:5]
         ]
         problems += figure_problems(page, scan.page_test.get("images", []))
+        problems += [
+            f"a script error on the page: {e!r}"
+            for e in scan.page_test.get("errors", [])[:5]
+        ]
     for src in scan.images:
         url = urlparse(src)
         if url.scheme in ("http", "https"):
@@ -496,6 +508,7 @@ def check_chapter(
     text = page.read_text(encoding="utf-8") if text is None else text
     scripts = PAGE_TEST + (EXPLORER_TEST if "at-explorer" in text else "")
     tested = page.with_name(f".selftest-{page.name}")
+    text = HEAD.sub(lambda m: m.group(0) + ERROR_LISTENER, text, count=1)
     tested.write_text(text.replace("</body>", scripts + "</body>"), encoding="utf-8")
     try:
         dom = render(chromium, tested, shot)
@@ -514,6 +527,7 @@ PLANTED = {
     "a Markdown table printed by a cell": "a Markdown table shown as text",
     "a figure with 7 px labels": "figure text under 10 px",
     "an image whose alt text is its file name": "without alt text",
+    "a constant declared twice by two scripts": "a script error on the page",
 }
 PLANTED_FIGURE = ".selftest-figure.png"
 
@@ -554,6 +568,7 @@ def plant(text: str) -> str | None:
         f'<div class="cell_output docutils container"><pre>{printed}</pre></div>'
         f'<img src="{PLANTED_FIGURE}" alt="A rising line, labelled in small type.">'
         '<img src="../_static/nothing.png" alt="nothing.png">'
+        "<script>const PLANTED_URL = 1;</script><script>const PLANTED_URL = 2;</script>"
     )
     return text[:heading] + planted + text[heading:]
 
