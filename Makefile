@@ -55,7 +55,8 @@ $(CORE): pyproject.toml
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -c "import torch" 2>/dev/null || [ "$$(uname -s)" != Linux ] || command -v nvidia-smi >/dev/null || \
 	  { echo "== installing PyTorch's CPU build (no NVIDIA driver found); pip prints each download's size"; \
-	    $(BIN)/python -m pip install --timeout 20 --retries 0 "torch>=2.4,<2.15" --index-url https://download.pytorch.org/whl/cpu || true; }
+	    $(BIN)/python -m pip install --timeout 20 --retries 0 "torch>=2.4,<2.15" --index-url https://download.pytorch.org/whl/cpu || \
+	    echo "== PyTorch's CPU index could not be reached: pip installs its default build next, with CUDA (several GB)"; }
 	@echo "== installing the package and what the main job needs (PyTorch too, unless it is installed)"
 	$(BIN)/python -m pip install -e .
 	touch $(CORE)
@@ -69,16 +70,17 @@ $(FULL): $(CORE) pyproject.toml
 # as notebooks on a double-click: the setting lives in that environment's overrides.json, not in your
 # home folder.
 $(LAB): $(CORE) tools/jupyterlab-overrides.json
-	@echo "== installing JupyterLab, jupyterlab-myst and what the chapters import (the book extra)"
+	@echo "== installing JupyterLab, jupyterlab-myst, pytest and nbmake, and what the chapters import (the book extra)"
 	$(BIN)/python -m pip install -e ".[book,lab]"
 	mkdir -p $(VENV)/share/jupyter/lab/settings
 	cp tools/jupyterlab-overrides.json $(VENV)/share/jupyter/lab/settings/overrides.json
 	touch $(LAB)
 
 # The .ipynb twins are hidden from the file browser: each .md opens as the notebook, paired with
-# its twin.
+# its twin. JupyterLab refuses to run as root (a container, a cloud machine) unless told it may.
 lab: $(LAB)
-	$(BIN)/jupyter lab --ServerApp.root_dir=book $(LAB_OPTIONS) $(ARGS)
+	$(BIN)/jupyter lab --ServerApp.root_dir=book $$([ "$$(id -u)" = 0 ] && echo --allow-root) \
+	  $(LAB_OPTIONS) $(ARGS)
 
 demo: $(CORE)
 	$(BIN)/python -m annotated_transformer.train $(ARGS)
