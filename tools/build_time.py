@@ -23,6 +23,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+from chapter_times import current_commit  # noqa: E402
+
 FOLDER = ROOT / "book/measured/build-times"
 BUSY = "x = 0\nwhile True:\n    x = (x * 3 + 1) % 1000003\n"
 
@@ -67,12 +70,7 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return status.returncode
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
+    commit = current_commit()
     record = {
         "machine": args.machine,
         "scale": scale,

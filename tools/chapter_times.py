@@ -34,6 +34,13 @@ def chapter_seconds(report: Path) -> dict[str, float]:
     return dict(sorted(times.items()))
 
 
+def current_commit() -> str:
+    """The short name of the commit a measurement was taken at."""
+    command = ["git", "rev-parse", "--short", "HEAD"]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+    return done.stdout.strip()
+
+
 def summary(folder: Path = ROOT / "book/measured/chapter-times") -> str:
     """What the README says of the stored times (a test keeps the two equal)."""
     total = {
@@ -71,12 +78,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"pytest exited with {status}: nothing stored", file=sys.stderr)
             return status
         times = chapter_seconds(report)
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
+    commit = current_commit()
     record = {
         "scale": args.scale,
         "command": f"AT_SCALE={args.scale} python -m pytest --nbmake book",
