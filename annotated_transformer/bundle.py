@@ -6,7 +6,6 @@ model file."""
 
 import argparse
 import os
-import sys
 from pathlib import Path
 
 from annotated_transformer.cli import (
@@ -74,4 +73,4 @@ def main(args: argparse.Namespace) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

@@ -11,7 +11,6 @@ import itertools
 import json
 import random
 import re
-import sys
 import zipfile
 import zlib
 from dataclasses import dataclass, field
@@ -735,10 +734,6 @@ def main(args: argparse.Namespace) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())
-
-
 def draw_tree(tree: Tree, ax, words_: list[str]) -> None:
     """A tree drawn top down: constituents at their depth, words along the bottom."""
     leaves = tree.leaves()
@@ -776,3 +771,7 @@ def draw_tree(tree: Tree, ax, words_: list[str]) -> None:
     ax.set_xlim(-1, len(leaves))
     ax.set_ylim(-3.5, top + 0.5)
     ax.axis("off")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -3,6 +3,8 @@ in sync."""
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -328,3 +330,37 @@ def test_a_fenced_block_of_another_language_is_exported_as_its_file(repo):
     assert any("page.js is not generated" in p for p in check(repo))
     export(repo)  # the chapter no longer writes them: they go
     assert not (views / "page.js").exists() and not (views / "page.html").exists()
+
+
+def test_a_module_that_defines_main_runs_it_as_a_script_and_its_cell_does_not(repo):
+    (repo / "book" / "03_command.md").write_text(
+        _chapter(
+            "# export: gamma\nimport sys\n\n\ndef main():\n"
+            "    print('ran', *sys.argv[1:])\n    return 3",
+            "# export: gamma\nLATER = 1",
+        )
+    )
+    export(repo)
+    gamma = repo / "annotated_transformer" / "gamma.py"
+    # the guard comes last, after cells a later chapter adds, and runs main()
+    assert gamma.read_text().endswith(
+        'LATER = 1\n\n\nif __name__ == "__main__":\n    raise SystemExit(main())\n'
+    )
+    done = subprocess.run(
+        [sys.executable, str(gamma), "x"], capture_output=True, text=True
+    )
+    assert (done.returncode, done.stdout) == (3, "ran x\n")
+    # a module without main() gets no guard
+    assert "__main__" not in (repo / "annotated_transformer" / "alpha.py").read_text()
+
+
+def test_no_chapter_holds_a_cell_that_only_a_script_can_run():
+    """A kernel is itself a __main__: such a cell would parse the kernel's arguments."""
+    for chapter in sorted((ROOT / "book").glob("[0-9][0-9]_*.md")):
+        nb = literate.read_chapter(chapter)
+        for cell in nb.cells:
+            if cell.cell_type == "code":
+                assert "__main__" not in cell.source, chapter.name
+                assert "skip-execution" not in cell.metadata.get("tags", []), (
+                    chapter.name
+                )

@@ -9,7 +9,10 @@ chapter's demonstrations. A module may grow over several chapters: the top-level
 of all its cells are gathered into one block at the top of the module (after its
 docstring), merged and ordered by ruff's isort rules, so each chapter's cell imports
 what it uses where the reader sees it; an import of the module itself (a later chapter
-using what an earlier one defined there) is dropped. Each chapter also has an ``.ipynb``
+using what an earlier one defined there) is dropped. A module that defines ``main`` ends
+with ``if __name__ == "__main__": raise SystemExit(main())``, written by the exporter:
+no chapter holds that cell, which a kernel (itself a ``__main__``) would run. Each
+chapter also has an ``.ipynb``
 twin with the same cells and no outputs, for people who prefer to open notebooks in
 Jupyter. Saving a paired notebook from Jupyter writes outputs into the twin and a
 ``jupytext_version`` line into the chapter's header; ``export`` removes both, so that
@@ -198,6 +201,17 @@ def tidy(text: str) -> str:
     return ruff(ruff(text, *imports), "format", "--quiet")
 
 
+MAIN_GUARD = 'if __name__ == "__main__":\n    raise SystemExit(main())'
+
+
+def _defines_main(source: str) -> bool:
+    """Whether a cell defines a function ``main`` at its top level."""
+    return any(
+        isinstance(node, ast.FunctionDef) and node.name == "main"
+        for node in ast.parse(source).body
+    )
+
+
 def render_modules(root: Path) -> dict[str, str]:
     """Map each module's path in the package (``running/trainer.py``) to the text the
     chapters generate for it."""
@@ -245,6 +259,10 @@ def render_modules(root: Path) -> dict[str, str]:
             previous = cell.chapter
             if text:
                 parts.append(text)
+        # a command's module runs its main() under `python -m`; a chapter cannot hold
+        # these lines, since a notebook's kernel is itself a __main__
+        if any(_defines_main(c.source) for c in cells):
+            parts.append(MAIN_GUARD)
         body = "\n\n\n".join(parts)
         # ruff merges and orders it
         block = "\n".join(dict.fromkeys(ast.unparse(node) for node in imports))

@@ -1,0 +1,116 @@
+"""Time `make lab`'s install from a fresh clone and weigh the environment it makes.
+
+python tools/install_size.py --torch cpu   # book/measured/install/cpu.json
+python tools/install_size.py --torch cuda  # book/measured/install/cuda.json
+
+The repository's committed tree is cloned into a temporary folder, and `make
+.venv/.installed-lab` runs there: everything `make lab` installs before it starts the
+server (the package, the book extra, JupyterLab, jupyterlab-myst, pytest and nbmake).
+With `--torch cpu` the clone's environment first gets PyTorch's CPU build (`pip install
+torch==VERSION+cpu`, which is what the Makefile's CPU step installs where no NVIDIA
+driver is found); with `--torch cuda`, pip picks PyTorch's default build, as it does
+where the CPU index cannot be reached or a driver is found. The file records the
+minutes, the environment's size in GB, the PyTorch build and the command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+from chapter_times import current_commit  # noqa: E402
+
+FOLDER = ROOT / "book/measured/install"
+
+
+def folder_bytes(path: Path) -> int:
+    total = 0
+    for folder, _, files in os.walk(path):
+        for name in files:
+            file = Path(folder) / name
+            if not file.is_symlink():
+                total += file.stat().st_size
+    return total
+
+
+def summary(folder: Path = FOLDER) -> str:
+    """What the README says of the stored installs (a test keeps the two equal)."""
+    cpu, cuda = (
+        json.loads((folder / f"{b}.json").read_text()) for b in ("cpu", "cuda")
+    )
+    return (
+        f"{cpu['gigabytes']:.1f} GB with PyTorch's CPU build "
+        f"({cpu['minutes']:.0f} minutes here), {cuda['gigabytes']:.1f} GB with its "
+        f"CUDA build ({cuda['minutes']:.0f} minutes)"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--torch", choices=("cpu", "cuda"), required=True)
+    parser.add_argument(
+        "--cpu-wheel",
+        default="torch==2.13.0",
+        help="what pip installs first for --torch cpu (default: %(default)s)",
+    )
+    parser.add_argument("-o", "--output", type=Path, help="JSON file to write")
+    args = parser.parse_args(argv)
+    output = args.output or FOLDER / f"{args.torch}.json"
+    with tempfile.TemporaryDirectory(prefix="install-size-") as tmp:
+        clone = Path(tmp) / "repo"
+        subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
+        venv = clone / ".venv"
+        started = time.perf_counter()
+        steps = []
+        if args.torch == "cpu":
+            steps.append([sys.executable, "-m", "venv", str(venv)])
+            steps.append(
+                [str(venv / "bin/python"), "-m", "pip", "install", "-q", args.cpu_wheel]
+            )
+        steps.append(["make", ".venv/.installed-lab"])
+        for step in steps:
+            status = subprocess.run(step, cwd=clone)
+            if status.returncode != 0:
+                print(
+                    f"{' '.join(step)} exited with {status.returncode}: nothing stored",
+                    file=sys.stderr,
+                )
+                return status.returncode
+        seconds = time.perf_counter() - started
+        probe = "import torch; print(torch.__version__, torch.version.cuda or 'cpu')"
+        version, build = subprocess.run(
+            [str(venv / "bin/python"), "-c", probe],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
+        size = folder_bytes(venv)
+    record = {
+        "torch_build": "cpu" if build == "cpu" else f"cuda {build}",
+        "torch_version": version,
+        "command": "git clone ... && make .venv/.installed-lab"
+        + (
+            f" (after: .venv/bin/pip install {args.cpu_wheel})"
+            if args.torch == "cpu"
+            else ""
+        ),
+        "commit": current_commit(),
+        "minutes": round(seconds / 60, 2),
+        "gigabytes": round(size / 1e9, 2),
+    }
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(record, indent=2) + "\n")
+    print(json.dumps(record, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
