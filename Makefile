@@ -126,10 +126,10 @@ format: $(FULL)
 	$(BIN)/python tools/literate.py export
 
 # Chapters are executed again only when their code changed (execute_notebooks: cache), or when AT_SCALE
-# differs from the last build's, since the cache does not see environment variables. Each kernel starts
-# at as many threads as there are free cores, and a page that trains times its thread counts as
-# `train` does (unless OMP_NUM_THREADS fixes the count): on a busy machine PyTorch's default count makes
-# every thread wait for the core another program holds.
+# differs from the last build's, since the cache does not see environment variables. A page that
+# trains gives its kernel as many threads as there are free cores (at_scale, in the preface), unless
+# OMP_NUM_THREADS fixes the count: on a busy machine PyTorch's default count makes every thread wait
+# for the core another program holds.
 book: $(FULL)
 	@mkdir -p _build
 	@# another scale: every page is executed and read again (Sphinx re-reads only changed sources)
@@ -138,8 +138,6 @@ book: $(FULL)
 	@# every kernel first runs the figure-text hook: each figure records its smallest text's size
 	@mkdir -p _build/ipython/profile_default/startup
 	@cp tools/figure_text_startup.py _build/ipython/profile_default/startup/
-	@# and starts at as many threads as the machine has free cores
-	@cp tools/threads_startup.py _build/ipython/profile_default/startup/
 	@# the kernels talk to the build over local TCP: no warning about it on every page
 	@echo 'c.IPKernelApp.log_level = "ERROR"' > _build/ipython/profile_default/ipython_kernel_config.py
 	@# matplotlib's font list of its own, made by the build: one in the home folder may be

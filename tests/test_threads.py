@@ -222,3 +222,30 @@ def test_the_threads_benchmark_runs_the_default_command_four_times(
         if "while True: pass" in (p.info["cmdline"] or [])
     ]
     assert busy == []
+
+
+def test_a_page_that_trains_takes_the_free_cores_once_per_kernel(monkeypatch):
+    """The book's pages call at_scale before they train: the first call gives the
+    kernel the free cores (one here, another program holding the other), later calls
+    measure nothing again; OMP_NUM_THREADS still fixes the count."""
+    from annotated_transformer.book import scale
+
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    measured = []
+    monkeypatch.setattr(
+        devices, "free_cores", lambda seconds=0.2: measured.append(seconds) or 1
+    )
+    scale.use_free_cores.cache_clear()
+    torch.set_num_threads(2)
+    assert scale.at_scale("smoke", "laptop") in ("smoke", "laptop")
+    assert torch.get_num_threads() == 1
+    torch.set_num_threads(2)
+    scale.at_scale("smoke", "laptop")
+    assert (torch.get_num_threads(), len(measured)) == (2, 1)
+
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    scale.use_free_cores.cache_clear()
+    torch.set_num_threads(1)
+    scale.at_scale("smoke", "laptop")
+    assert (torch.get_num_threads(), len(measured)) == (2, 1)
+    scale.use_free_cores.cache_clear()

@@ -4,8 +4,11 @@
 """The book's scale switch (the preface): the pages' hidden cells read ``AT_SCALE``
 through these functions, and nothing else in the package reads it."""
 
+import functools
 import os
 import textwrap
+
+from annotated_transformer.running.devices import decoding_threads
 
 SCALES = ("smoke", "laptop")
 
@@ -21,8 +24,19 @@ def current_scale() -> str:
     return value
 
 
+@functools.cache
+def use_free_cores() -> None:
+    """Once per kernel: as many CPU threads as there are cores that no other program
+    keeps busy (unless ``OMP_NUM_THREADS`` fixes the count), as the commands choose
+    theirs. PyTorch's default, one per core, makes every thread of a page that trains
+    wait for the core another program holds."""
+    decoding_threads("cpu", 0)
+
+
 def at_scale(smoke, laptop):
-    """Return the value meant for the active scale."""
+    """Return the value meant for the active scale. A page calls this before it
+    trains, so the first call also sets the kernel's threads (``use_free_cores``)."""
+    use_free_cores()
     return smoke if current_scale() == "smoke" else laptop
 
 
