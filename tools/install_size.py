@@ -6,11 +6,12 @@ python tools/install_size.py --torch cuda  # book/measured/install/cuda.json
 The repository's committed tree is cloned into a temporary folder, and `make
 .venv/.installed-lab` runs there: everything `make lab` installs before it starts the
 server (the package, the book extra, JupyterLab, jupyterlab-myst, pytest and nbmake).
-With `--torch cpu` the clone's environment first gets PyTorch's CPU build (`pip install
-torch==VERSION+cpu`, which is what the Makefile's CPU step installs where no NVIDIA
-driver is found); with `--torch cuda`, pip picks PyTorch's default build, as it does
-where the CPU index cannot be reached or a driver is found. The file records the
-minutes, the environment's size in GB, the PyTorch build and the command.
+The clone's environment first gets the PyTorch build asked for (`--wheel`, a pip
+requirement; the defaults are a CPU build, which the Makefile's CPU step installs where
+no NVIDIA driver is found, and a CUDA build, which pip takes where a driver is found or
+the CPU index cannot be reached). The file records the minutes, the environment's size
+in GB, the PyTorch build and the command; a build other than the one asked for is not
+stored.
 """
 
 from __future__ import annotations
@@ -57,25 +58,24 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--torch", choices=("cpu", "cuda"), required=True)
     parser.add_argument(
-        "--cpu-wheel",
-        default="torch==2.13.0",
-        help="what pip installs first for --torch cpu (default: %(default)s)",
+        "--wheel",
+        help="what pip installs first (default: torch==2.13.0 for cpu, torch==2.14.1 "
+        "for cuda)",
     )
     parser.add_argument("-o", "--output", type=Path, help="JSON file to write")
     args = parser.parse_args(argv)
+    wheel = args.wheel or {"cpu": "torch==2.13.0", "cuda": "torch==2.14.1"}[args.torch]
     output = args.output or FOLDER / f"{args.torch}.json"
     with tempfile.TemporaryDirectory(prefix="install-size-") as tmp:
         clone = Path(tmp) / "repo"
         subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
         venv = clone / ".venv"
         started = time.perf_counter()
-        steps = []
-        if args.torch == "cpu":
-            steps.append([sys.executable, "-m", "venv", str(venv)])
-            steps.append(
-                [str(venv / "bin/python"), "-m", "pip", "install", "-q", args.cpu_wheel]
-            )
-        steps.append(["make", ".venv/.installed-lab"])
+        steps = [
+            [sys.executable, "-m", "venv", str(venv)],
+            [str(venv / "bin/python"), "-m", "pip", "install", "-q", wheel],
+            ["make", ".venv/.installed-lab"],
+        ]
         for step in steps:
             status = subprocess.run(step, cwd=clone)
             if status.returncode != 0:
@@ -93,15 +93,16 @@ def main(argv: list[str] | None = None) -> int:
             check=True,
         ).stdout.split()
         size = folder_bytes(venv)
+    if (build == "cpu") != (args.torch == "cpu"):
+        print(
+            f"{wheel} gave PyTorch {version} ({build}): nothing stored", file=sys.stderr
+        )
+        return 1
     record = {
         "torch_build": "cpu" if build == "cpu" else f"cuda {build}",
         "torch_version": version,
         "command": "git clone ... && make .venv/.installed-lab"
-        + (
-            f" (after: .venv/bin/pip install {args.cpu_wheel})"
-            if args.torch == "cpu"
-            else ""
-        ),
+        + f" (after: python -m venv .venv && .venv/bin/pip install {wheel})",
         "commit": current_commit(),
         "minutes": round(seconds / 60, 2),
         "gigabytes": round(size / 1e9, 2),
