@@ -31,8 +31,6 @@ BIN := $(VENV)/bin
 CORE := $(VENV)/.installed-core
 FULL := $(VENV)/.installed-full
 LAB := $(VENV)/.installed-lab
-LAB_OPTIONS := '--ContentsManager.hide_globs=["__pycache__","*.pyc",".ipynb_checkpoints","*.ipynb"]' \
-  --LabApp.news_url=None --LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate
 AT_SCALE ?= laptop
 # The chapters run inside book/: a data folder given relative to where make was called is passed
 # on as an absolute path.
@@ -76,11 +74,13 @@ $(LAB): $(CORE) tools/jupyterlab-overrides.json
 	cp tools/jupyterlab-overrides.json $(VENV)/share/jupyter/lab/settings/overrides.json
 	touch $(LAB)
 
-# The .ipynb twins are hidden from the file browser: each .md opens as the notebook, paired with
-# its twin. JupyterLab refuses to run as root (a container, a cloud machine) unless told it may.
+# tools/jupyter_lab_config.py: each .md opens as the page the book shows (hidden cells folded,
+# citations by author and year) and saves as it was, without outputs; the .ipynb twins are hidden
+# from the file browser. JupyterLab refuses to run as root (a container, a cloud machine) unless
+# told it may.
 lab: $(LAB)
-	$(BIN)/jupyter lab --ServerApp.root_dir=book $$([ "$$(id -u)" = 0 ] && echo --allow-root) \
-	  $(LAB_OPTIONS) $(ARGS)
+	$(BIN)/jupyter lab --config=tools/jupyter_lab_config.py --ServerApp.root_dir=book \
+	  $$([ "$$(id -u)" = 0 ] && echo --allow-root) $(ARGS)
 
 demo: $(CORE)
 	$(BIN)/python -m annotated_transformer.train $(ARGS)

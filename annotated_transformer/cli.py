@@ -329,12 +329,18 @@ COMMANDS = (
 
 def console(argv: list[str] | None = None) -> int:
     """``annotated-transformer COMMAND [OPTIONS]``: ``python -m
-    annotated_transformer.COMMAND [OPTIONS]`` under one name."""
+    annotated_transformer.COMMAND [OPTIONS]`` under one name (also ``python -m
+    annotated_transformer``)."""
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] in (["-V"], ["--version"]):
+        from annotated_transformer import __version__
+
+        print(f"annotated-transformer {__version__}")
+        return 0
     if not argv or argv[0] not in COMMANDS:
         asked = bool(argv) and argv[0] in ("-h", "--help")
         print(
-            "usage: annotated-transformer COMMAND [OPTIONS]\n"
+            "usage: annotated-transformer COMMAND [OPTIONS] | --version\n"
             f"commands: {', '.join(COMMANDS)}\n"
             "annotated-transformer COMMAND --help lists a command's options",
             file=sys.stdout if asked else sys.stderr,

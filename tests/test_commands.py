@@ -350,7 +350,7 @@ def test_a_bundle_is_one_file_that_translates_as_the_run_does(
         outputs.append(out.read_text())
     assert outputs[0] == outputs[1] and outputs[0].count("\n") == 20
     # Without the package's loaders: torch.load with weights_only and the model builder,
-    # as the README shows.
+    # as docs/guide.md shows.
     import sentencepiece as spm
 
     f = torch.load(shared, weights_only=True)
@@ -389,17 +389,18 @@ def test_decoding_with_the_fused_attention_kernel_writes_the_same_translations(
     assert outputs[0] == outputs[1] and len(outputs[0]) == 20
 
 
-def test_the_readmes_ctranslate2_snippet_translates_a_bundled_folder(
+def test_the_guides_ctranslate2_snippet_translates_a_bundled_folder(
     trained_run, tmp_path, capsys
 ):
-    """``bundle --ct2 DIR`` writes everything a server needs: the README's snippet,
-    which imports only ctranslate2 and sentencepiece, translates with the folder."""
+    """``bundle --ct2 DIR`` writes everything a server needs: the snippet of
+    docs/guide.md, which imports only ctranslate2 and sentencepiece, translates with the
+    folder."""
     import re
 
     folder = tmp_path / "served"
     assert bundle.main(["--run", str(trained_run), "--ct2", str(folder)]) == 0
-    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
-    snippet = re.search(r"<!-- ct2-snippet -->\n```python\n(.*?)```", readme, re.S)[1]
+    guide = (Path(__file__).parents[1] / "docs/guide.md").read_text(encoding="utf-8")
+    snippet = re.search(r"<!-- ct2-snippet -->\n```python\n(.*?)```", guide, re.S)[1]
     assert "annotated_transformer" not in snippet
     capsys.readouterr()
     exec(snippet.replace('"DIR', f'"{folder}'), {})

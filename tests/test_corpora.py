@@ -275,7 +275,7 @@ def test_every_test_set_and_sample_loads_offline_from_the_real_data(
             assert reverse == [(b, a) for a, b in pairs]
 
 
-def test_the_readmes_data_section_names_every_corpus():
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text("utf-8")
-    section = readme.split("\n### Data\n", 1)[1].split("\n### ", 1)[0]
+def test_the_guides_data_section_names_every_corpus():
+    guide = (Path(__file__).resolve().parents[1] / "docs/guide.md").read_text("utf-8")
+    section = guide.split("\n## Data\n", 1)[1].split("\n## ", 1)[0]
     assert [name for name in CORPORA if f"(`{name}`" not in section] == []

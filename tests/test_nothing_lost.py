@@ -415,20 +415,20 @@ def test_a_frozen_process_stops_the_others_with_one_line(text_corpus, tmp_path):
     assert not re.search(r"\[rank\d\]: Traceback", output), output
 
 
-# 7. torchrun takes --run for its own --run-path: the README names the folder with
-# --out-dir, which reaches the training command.
+# 7. torchrun takes --run for its own --run-path: the guide (docs/guide.md) names the
+# folder with --out-dir, which reaches the training command.
 
 
-def test_the_readmes_torchrun_line_reaches_the_training_command():
+def test_the_guides_torchrun_line_reaches_the_training_command():
     from torch.distributed.run import get_args_parser
 
-    readme = (ROOT / "README.md").read_text()
-    line = re.search(r"`(torchrun [^`]*)`", readme)[1]
+    guide = (ROOT / "docs" / "guide.md").read_text()
+    line = re.search(r"`(torchrun [^`]*)`", guide)[1]
     assert "--out-dir DIR" in line and "--run " not in line
     launcher = ["--nproc_per_node=2", "-m", "annotated_transformer.train"]
     args = get_args_parser().parse_args([*launcher, "--out-dir", "runs/x"])
     assert args.training_script_args == ["--out-dir", "runs/x"]
-    with pytest.raises(SystemExit):  # what the README warns of
+    with pytest.raises(SystemExit):  # what the guide warns of
         get_args_parser().parse_args([*launcher, "--run", "runs/x"])
 
 

@@ -2,6 +2,8 @@
 texts without placeholders."""
 
 import importlib
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -83,3 +85,25 @@ def test_every_file_the_chapters_write_besides_modules_is_installed():
         folder, _, file = name.rpartition("/")
         package = ".".join(["annotated_transformer", *filter(None, folder.split("/"))])
         assert file in listed.get(package, []), name
+
+
+def test_version_and_python_m_annotated_transformer():
+    """`python -m annotated_transformer` is the console script; --version names the
+    version pip installed."""
+    from importlib.metadata import version
+
+    import annotated_transformer
+
+    runs = [
+        subprocess.run(
+            [sys.executable, "-m", "annotated_transformer", *argv],
+            capture_output=True,
+            text=True,
+        )
+        for argv in (["--version"], ["--help"], [])
+    ]
+    expected = f"annotated-transformer {annotated_transformer.__version__}\n"
+    assert (runs[0].returncode, runs[0].stdout) == (0, expected)
+    assert annotated_transformer.__version__ == version("annotated-transformer")
+    assert runs[1].returncode == 0 and "commands: train, translate" in runs[1].stdout
+    assert runs[2].returncode == 2 and runs[2].stderr.startswith("usage:")

@@ -1,5 +1,6 @@
 """The prose check: chapters state measured numbers only through cells."""
 
+import json
 import re
 from pathlib import Path
 
@@ -120,6 +121,27 @@ def test_the_readme_states_the_stored_build_times():
     assert " ".join(builds.summary().split()) in " ".join(
         (ROOT / "README.md").read_text().split()
     )
+
+
+def test_the_readme_states_the_stored_install_sizes():
+    installs = load_tool("install_size")
+    assert " ".join(installs.summary().split()) in " ".join(
+        (ROOT / "README.md").read_text().split()
+    )
+
+
+def test_the_readme_states_the_stored_default_runs_scores():
+    """What `make demo` should score: the stored run's sacreBLEU on test2016, and the
+    two other seeds of the same command."""
+    measured = ROOT / "book" / "measured"
+    first, seed1, seed2 = (
+        json.loads((measured / name / "results.json").read_text())["bleu"]
+        for name in ("multi30k-en-de", "multi30k-en-de-seed1", "multi30k-en-de-seed2")
+    )
+    text = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    assert f"The stored run scored sacreBLEU {first:.2f} on test2016" in text
+    seeds = f"seeds 1 and 2 of the same command scored {seed1:.2f} and {seed2:.2f}"
+    assert seeds in text
 
 
 # A shown cell longer than this is two ideas: the page splits it by meaning, with prose

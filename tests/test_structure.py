@@ -22,7 +22,7 @@ def module_name(path: Path) -> str:
 TREES = {
     module_name(path): ast.parse(path.read_text(encoding="utf-8"))
     for path in PACKAGE.rglob("*.py")
-    if path.name != "__init__.py"
+    if path.name not in ("__init__.py", "__main__.py")  # hand-written doors
 }
 SUBPACKAGES = {path.parent.name for path in PACKAGE.glob("*/__init__.py")}
 COMMANDS = {

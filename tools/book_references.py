@@ -2,10 +2,10 @@
 
 python tools/book_references.py [--link]
 
-Every "chapter N" or "appendix X" in the prose of the book's pages and of the README
-must be a link to that page, so that a reference cannot go stale when pages move. This
-lists the ones that are not (and links whose words and target disagree); with --link it
-turns each plain one into a link to its page.
+Every "chapter N" or "appendix X" in the prose of the book's pages, of the README and
+of the guide (docs/guide.md) must be a link to that page, so that a reference cannot go
+stale when pages move. This lists the ones that are not (and links whose words and
+target disagree); with --link it turns each plain one into a link to its page.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 BOOK = ROOT / "book"
+GUIDE = ROOT / "docs" / "guide.md"
 # "chapter 12", "Chapters 14", "appendix B", "appendices A"
 REFERENCE = re.compile(
     r"\b([Cc]hapters?|[Aa]ppendix|[Aa]ppendices)(\s+)(\d{1,2}|[A-G])\b"
@@ -97,8 +98,15 @@ def key_of(number: str) -> str:
 
 
 def link_to(key: str, source: Path) -> str:
+    """The link from ``source`` to the page of ``key``: from the README
+    ``book/NAME.md``, from the guide ``../book/NAME.md``, from a page beside the
+    book's pages its name."""
     target = pages()[key]
-    return str(target.relative_to(ROOT)) if source.parent == ROOT else target.name
+    if source.parent == ROOT:
+        return str(target.relative_to(ROOT))
+    if source.parent == GUIDE.parent:
+        return f"../{target.relative_to(ROOT)}"
+    return target.name
 
 
 def problems(source: Path) -> list[str]:
@@ -154,7 +162,7 @@ def linked(source: Path) -> str:
 
 
 def sources() -> list[Path]:
-    return [*sorted(BOOK.glob("[0-9][0-9]_*.md")), ROOT / "README.md"]
+    return [*sorted(BOOK.glob("[0-9][0-9]_*.md")), ROOT / "README.md", GUIDE]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -49,9 +49,15 @@ def summary(folder: Path = FOLDER) -> str:
     )
     return (
         f"{cpu['gigabytes']:.1f} GB with PyTorch's CPU build "
-        f"({cpu['minutes']:.0f} minutes here), {cuda['gigabytes']:.1f} GB with its "
-        f"CUDA build ({cuda['minutes']:.0f} minutes)"
+        f"({minutes(cpu['minutes'])} here), {cuda['gigabytes']:.1f} GB with its "
+        f"CUDA build ({minutes(cuda['minutes'])})"
     )
+
+
+def minutes(value: float) -> str:
+    """``1 minute``, ``3 minutes``: the rounded count, with its noun in number."""
+    count = round(value)
+    return f"{count} minute" if count == 1 else f"{count} minutes"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -12,11 +12,12 @@ what it uses where the reader sees it; an import of the module itself (a later c
 using what an earlier one defined there) is dropped. A module that defines ``main`` ends
 with ``if __name__ == "__main__": raise SystemExit(main())``, written by the exporter:
 no chapter holds that cell, which a kernel (itself a ``__main__``) would run. Each
-chapter also has an ``.ipynb``
-twin with the same cells and no outputs, for people who prefer to open notebooks in
-Jupyter. Saving a paired notebook from Jupyter writes outputs into the twin and a
-``jupytext_version`` line into the chapter's header; ``export`` removes both, so that
-running the notebooks leaves a clean tree.
+chapter also has an ``.ipynb`` twin with the same cells and no outputs (what ``pytest
+--nbmake book/`` runs, and what any notebook program opens). The two are not paired, so
+saving a chapter in Jupyter writes only its ``.md``; ``export`` puts right what a
+Jupyter without the book's settings adds (a version line, another kernel's name, the
+values of {eval} roles) and what a saved twin holds (outputs), so that running the
+notebooks leaves a clean tree.
 
     python tools/literate.py export  # write modules and twins
     python tools/literate.py check   # fail on any difference
@@ -43,7 +44,6 @@ JUPYTEXT_VERSION_LINE = re.compile(r"^\s+jupytext_version: .*\n", re.MULTILINE)
 # every chapter's header; Jupyter's save writes its own kernel name and key order
 HEADER = """---
 jupytext:
-  formats: ipynb,md:myst
   text_representation:
     extension: .md
     format_name: myst
@@ -58,6 +58,9 @@ EXPORT_MARKER = re.compile(r"^#\s*export:\s*([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)?)\s*
 ANY_MARKER = re.compile(r"^\s*#\s*export\s*:", re.MULTILINE)
 # the package's and its sub-packages' faces: a docstring saying what each folder holds
 HAND_WRITTEN = "__init__.py"
+# and the package's door for `python -m annotated_transformer`, which a chapter cannot
+# hold (a kernel is itself a __main__)
+DOOR = "__main__.py"
 PACKAGE = "annotated_transformer"
 # A file that is not Python (the explorer's page and script) is written in a Markdown
 # cell as a fenced block whose first line names it in the file's own comment syntax:
@@ -372,7 +375,8 @@ def check(root: Path) -> list[str]:
                 f"{path.relative_to(root)} differs from its chapters: run `make export`"
             )
     for path in sorted({*_generated_files(package), *package.rglob("*.py")}):
-        if _name(package, path) not in wanted and path.name != HAND_WRITTEN:
+        hand_written = path.name == HAND_WRITTEN or _name(package, path) == DOOR
+        if _name(package, path) not in wanted and not hand_written:
             problems.append(
                 f"{path.relative_to(root)} is not generated from any chapter"
             )
