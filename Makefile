@@ -1,6 +1,7 @@
 # Each target creates (or reuses) the virtual environment .venv with what it needs: the main job
 # (demo, copy, bench) only the package; the book and the tests also its [book,dev] extras. Inside the
-# conda environment of environment.yml, that environment is used instead of .venv.
+# conda environment of environment.yml (CPU) or environment-gpu.yml, that environment is used
+# instead of .venv.
 #   make demo     train English->German on Multi30k and print sacreBLEU on test2016
 #                 (the stored run took 0.20 PFLOP of training: about 69 minutes on a 2-core CPU
 #                 that trained at 49 GFLOP/s, shared with other work)
@@ -69,6 +70,7 @@ $(FULL): $(CORE) pyproject.toml
 # home folder.
 $(LAB): $(CORE) tools/jupyterlab-overrides.json
 	@echo "== installing JupyterLab, jupyterlab-myst, pytest and nbmake, and what the chapters import (the book extra)"
+	@$(BIN)/python tools/install_size.py --summary
 	$(BIN)/python -m pip install -e ".[book,lab]"
 	mkdir -p $(VENV)/share/jupyter/lab/settings
 	cp tools/jupyterlab-overrides.json $(VENV)/share/jupyter/lab/settings/overrides.json

@@ -107,3 +107,15 @@ def test_version_and_python_m_annotated_transformer():
     assert annotated_transformer.__version__ == version("annotated-transformer")
     assert runs[1].returncode == 0 and "commands: train, translate" in runs[1].stdout
     assert runs[2].returncode == 2 and runs[2].stderr.startswith("usage:")
+
+
+def test_the_conda_environment_is_the_cpu_one_and_the_gpu_one_differs_only_there():
+    cpu = (ROOT / "environment.yml").read_text()
+    gpu = (ROOT / "environment-gpu.yml").read_text()
+    index = "--extra-index-url https://download.pytorch.org/whl/cpu"
+    assert index in cpu and index not in gpu
+    same = [line for line in cpu.splitlines() if not line.startswith("#")]
+    assert [line for line in same if index not in line] == [
+        line for line in gpu.splitlines() if not line.startswith("#")
+    ]
+    assert "-e .[book,dev,lab]" in cpu

@@ -48,9 +48,10 @@ def summary(folder: Path = FOLDER) -> str:
         json.loads((folder / f"{b}.json").read_text()) for b in ("cpu", "cuda")
     )
     return (
-        f"{cpu['gigabytes']:.1f} GB with PyTorch's CPU build "
-        f"({minutes(cpu['minutes'])} here), {cuda['gigabytes']:.1f} GB with its "
-        f"CUDA build ({minutes(cuda['minutes'])})"
+        f"{cpu['gigabytes']:.1f} GB with PyTorch's CPU build, installed in "
+        f"{minutes(cpu['minutes'])}, and {cuda['gigabytes']:.1f} GB with its CUDA "
+        f"build, in {minutes(cuda['minutes'])} (from a package mirror on the same "
+        "network; a slower connection adds the download)"
     )
 
 
@@ -62,7 +63,10 @@ def minutes(value: float) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--torch", choices=("cpu", "cuda"), required=True)
+    parser.add_argument("--torch", choices=("cpu", "cuda"))
+    parser.add_argument(
+        "--summary", action="store_true", help="print what the stored files say, only"
+    )
     parser.add_argument(
         "--wheel",
         help="what pip installs first (default: torch==2.13.0 for cpu, torch==2.14.1 "
@@ -70,6 +74,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("-o", "--output", type=Path, help="JSON file to write")
     args = parser.parse_args(argv)
+    if args.summary:
+        print(f"make lab's environment: {summary()}")
+        return 0
+    if args.torch is None:
+        parser.error("give --torch cpu or --torch cuda (or --summary)")
     wheel = args.wheel or {"cpu": "torch==2.13.0", "cuda": "torch==2.14.1"}[args.torch]
     output = args.output or FOLDER / f"{args.torch}.json"
     with tempfile.TemporaryDirectory(prefix="install-size-") as tmp:
