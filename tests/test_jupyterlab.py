@@ -145,18 +145,30 @@ def open_by_double_click(page, name: str):
     return panel
 
 
+def unfold_all(page) -> None:
+    """View → Expand All Code, then Expand All Outputs: a folded cell shows neither its
+    prompt nor an error, and the run is read from both."""
+    for item in ("Expand All Code", "Expand All Outputs"):
+        page.locator(".lm-MenuBar-itemLabel", has_text="View").first.click()
+        page.locator(".lm-Menu-itemLabel", has_text=item).first.click()
+
+
 def run_all(page) -> None:
-    """Run → Run All Cells, then wait until the notebook's execution indicator says the
-    run is over ("Executed N cells", where a run in progress says "Executed k/N
-    requested cells") and the kernel is idle. A folded cell shows no prompt to read."""
+    """Run → Run All Cells, then wait until every code cell has run and the kernel is
+    idle, or until a cell has failed (Run All stops there)."""
     page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
     page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
     page.wait_for_function(
         """() => {
           const nb = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden)');
+          if (nb.querySelector("[data-mime-type='application/vnd.jupyter.error']")) {
+            return true;
+          }
+          const prompts = [...nb.querySelectorAll('.jp-CodeCell .jp-InputPrompt')];
           const status = nb.querySelector('.jp-Notebook-ExecutionIndicator');
-          return status && status.getAttribute('data-status') === 'idle'
-            && /Executed \\d+ cells/.test(status.textContent);
+          return prompts.length > 0
+            && prompts.every(p => /\\[\\d+\\]/.test(p.textContent))
+            && status && status.getAttribute('data-status') === 'idle';
         }""",
         timeout=RUN_SECONDS * 1000,
     )
@@ -264,6 +276,7 @@ def test_every_page_runs_in_jupyterlab_and_saves_as_it_was(lab):
             found = problems_before_running(panel, name)
             if name == "04_attention_solutions.md":
                 page.screenshot(path=str(SHOTS / "04-solutions-before-run.png"))
+            unfold_all(page)
             try:
                 run_all(page)
             except PlaywrightTimeout:
