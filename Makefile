@@ -10,8 +10,8 @@
 #                 (ARGS="train" or ARGS="decode": the other modes of the benchmark command)
 #   make lab      open the chapters in JupyterLab, each .md opening as a notebook on a double-click
 #                 (AT_DATA_DIR, when set, reaches the chapters; Ctrl-C in the terminal stops it)
-#   make test     everything CI runs: unit tests, every notebook (smoke scale), sync check, the benchmark
-#                 command in its smoke setting, book, offline check
+#   make test     everything CI runs: the tests (with every page run in JupyterLab, smoke scale), sync
+#                 check, the benchmark command in its smoke setting, book, offline check
 #   make export   regenerate the package's modules (and the explorer's script and page) and the
 #                 book/*.ipynb twins from the chapters, and clean what saving a notebook from
 #                 Jupyter leaves behind (outputs, a version line)
@@ -94,7 +94,7 @@ bench: $(CORE)
 	$(BIN)/python -m annotated_transformer.benchmark $(or $(ARGS),cache)
 
 test: $(FULL)
-	AT_SCALE=smoke $(BIN)/python -m pytest --nbmake tests book
+	AT_SCALE=smoke $(BIN)/python -m pytest tests
 	$(MAKE) check
 	$(MAKE) bench-smoke
 	AT_SCALE=smoke $(MAKE) book
