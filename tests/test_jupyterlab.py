@@ -200,9 +200,24 @@ def git_status(copy: Path) -> str:
     return subprocess.run(command, cwd=copy, capture_output=True, text=True).stdout
 
 
-def problems_before_running(panel, name: str) -> list[str]:
+def folded_inputs(chapter: Path) -> int:
+    """How many code cells of a chapter the book hides the input of."""
+    import jupytext
+    from lab_contents import HIDDEN
+
+    hides = {tag for tag, (source, _) in HIDDEN.items() if source}
+    return sum(
+        cell.cell_type == "code" and bool(hides & set(cell.metadata.get("tags", [])))
+        for cell in jupytext.read(chapter).cells
+    )
+
+
+def problems_before_running(panel, chapter: Path) -> list[str]:
     """What a reader must not see on a page that has not run yet."""
     found = []
+    folded = panel.locator(".jp-InputPlaceholder")
+    if folded.count() != folded_inputs(chapter):
+        found.append(f"{folded.count()} cells folded, {folded_inputs(chapter)} hidden")
     text = rendered_text(panel)
     if "glued." in text:
         found.append("a variable's name where a number will go")
@@ -210,9 +225,9 @@ def problems_before_running(panel, name: str) -> list[str]:
         found.append("a citation shown as its bare key")
     if any(f.get_attribute("open") is not None for f in panel.locator("details").all()):
         found.append("a dropdown open")
-    if name.endswith("_solutions.md"):
+    if chapter.name.endswith("_solutions.md"):
         # a folded cell shows its first line: it names the exercise, not the answer
-        for line in panel.locator(".jp-InputPlaceholder").all_inner_texts():
+        for line in folded.all_inner_texts():
             if not line.strip().startswith("# Solution to exercise"):
                 found.append(f"answer code above its fold: {line.strip()!r}")
     return found
@@ -273,7 +288,7 @@ def test_every_page_runs_in_jupyterlab_and_saves_as_it_was(lab):
 
         for name in pages:
             panel = open_by_double_click(page, name)
-            found = problems_before_running(panel, name)
+            found = problems_before_running(panel, copy / "book" / name)
             if name == "04_attention_solutions.md":
                 page.screenshot(path=str(SHOTS / "04-solutions-before-run.png"))
             unfold_all(page)

@@ -1,22 +1,23 @@
 """How `make lab`'s JupyterLab reads and writes the chapters: a page opens as the book
 shows it, and saving it writes back the chapter as it was.
 
-`make lab` starts JupyterLab with ``--ServerApp.contents_manager_class=lab_contents.
-BookContentsManager`` (tools/ on the server's path). It is Jupytext's contents manager
-(each chapter's .md opens as a notebook) with four changes to the notebook it hands
-to JupyterLab, each undone when JupyterLab saves it:
+tools/jupyter_lab_config.py, which `make lab` passes to JupyterLab, names
+``BookContentsManager`` as the server's contents manager. It is Jupytext's (each
+chapter's .md opens as a notebook) with three changes to the notebook it hands to
+JupyterLab, each undone when JupyterLab saves it:
 
 - a cell the book hides (tags ``remove-cell``, ``hide-cell``, ``hide-input``, ...)
   starts collapsed: its input, its outputs or both, as the book folds them;
 - a citation, ``{cite:p}`key```, shows as author and year linking to the references
   page, "(Vaswani et al., 2017)", where jupyterlab-myst would show the bare key;
 - a number the page glues in, ``{eval}`glued.name```, shows "…" until the page has
-  run, instead of the variable's name;
-- the kernel's own name and language details stay out of the chapter's header.
+  run, instead of the variable's name.
 
-So opening a chapter, running it and saving it leaves the .md as it was (saving
-stores no outputs: a chapter is text and code, and the .ipynb twins are written by
-`make export`). Jupytext's own settings for the book are in book/jupytext.toml.
+Saving also leaves out what the kernel adds to the header (its own name, its
+language's details), so opening a chapter, running it and saving it leaves the .md as
+it was. Saving stores no outputs: a chapter is text and code, and the .ipynb twins are
+written by `make export`. Jupytext's own settings for the book are in
+book/jupytext.toml.
 """
 
 from __future__ import annotations
@@ -145,5 +146,4 @@ class BookContentsManager(
     async def save(self, model, path=""):
         if model.get("type") == "notebook" and model.get("content"):
             model = {**model, "content": as_written(model["content"])}
-        saved = await super().save(model, path)
-        return saved
+        return await super().save(model, path)
