@@ -36,10 +36,9 @@ AT_SCALE ?= laptop
 # The chapters run inside book/: a data folder given relative to where make was called is passed
 # on as an absolute path.
 # (override: a value given on make's command line is made absolute too; a name with spaces
-# stays one name)
+# stays one name; no shell reads the value, so a quote in it is only a character)
 ifneq ($(AT_DATA_DIR),)
-override AT_DATA_DIR := $(shell d='$(AT_DATA_DIR)'; [ "$${d#/}" != "$$d" ] && printf '%s' "$$d" \
-  || printf '%s/%s' '$(CURDIR)' "$$d")
+override AT_DATA_DIR := $(if $(patsubst /%,,$(firstword $(AT_DATA_DIR))),$(CURDIR)/$(AT_DATA_DIR),$(AT_DATA_DIR))
 export AT_DATA_DIR
 endif
 

@@ -518,17 +518,27 @@ def test_a_test_split_the_corpus_lacks_is_refused_before_training(tmp_path, caps
     assert "--corpus text" not in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("given", ["rel dir", "rel", "/abs/with space"])
+@pytest.mark.parametrize(
+    "given",
+    ["rel dir", "rel", "/abs/with space", "it's data", "x'; touch PWNED; echo '"],
+)
 @pytest.mark.parametrize("where", ["environment", "command line"])
-def test_the_makefile_passes_the_data_folder_on_whole_and_absolute(given, where):
+def test_the_makefile_passes_the_data_folder_on_whole_and_absolute(
+    given, where, tmp_path
+):
+    """No shell reads the value: a quote is a character of the name, and nothing in it
+    runs."""
     root = Path(__file__).resolve().parent.parent
-    show = ["make", "-s", "--eval", 'show: ; @printf "%s" "$$AT_DATA_DIR"', "show"]
+    show = ["make", "-s", "-f", str(root / "Makefile"), "--eval"]
+    show += ['show: ; @printf "%s" "$$AT_DATA_DIR"', "show"]
     env = {**os.environ, "AT_DATA_DIR": given}
     if where == "command line":
         show.append(f"AT_DATA_DIR={given}")
         env.pop("AT_DATA_DIR")
-    shown = subprocess.run(show, cwd=root, env=env, capture_output=True, text=True)
-    assert shown.stdout == (given if given.startswith("/") else f"{root}/{given}")
+    shown = subprocess.run(show, cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert shown.stderr == ""
+    assert shown.stdout == (given if given.startswith("/") else f"{tmp_path}/{given}")
+    assert list(tmp_path.iterdir()) == []  # PWNED was not touched
 
 
 def test_the_instrument_check_refuses_its_output_and_steps_before_training(tmp_path):
