@@ -7,9 +7,8 @@ JSON."""
 
 import argparse
 import json
-from pathlib import Path
 
-from annotated_transformer.cli import command
+from annotated_transformer.cli import check_writable, command, path_argument
 from annotated_transformer.running.files import write_atomically
 from annotated_transformer.running.recipes import (
     finished_run,
@@ -25,15 +24,19 @@ def build_parser() -> argparse.ArgumentParser:
         "losses and test score, and the tolerance for threads and machines (the "
         "largest distance between two runs of one seed at one update).",
     )
-    parser.add_argument("runs", nargs="+", type=Path, help="run folders")
+    parser.add_argument("runs", nargs="+", type=path_argument, help="run folders")
     parser.add_argument(
         "--all-under",
-        type=Path,
+        type=path_argument,
         metavar="DIR",
         help="add every run folder under DIR that trains the first run's recipe",
     )
     parser.add_argument(
-        "-o", "--output", type=Path, required=True, help="the JSON file to write"
+        "-o",
+        "--output",
+        type=path_argument,
+        required=True,
+        help="the JSON file to write",
     )
     return parser
 
@@ -41,6 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
 @command(parser=build_parser)
 def main(args: argparse.Namespace) -> int:
     runs = list(args.runs)
+    check_writable(args.output, endings=(".json",))  # not into a run, before reading
     if args.all_under is not None:
         if not args.all_under.is_dir():
             raise ValueError(f"{args.all_under} is not a folder")

@@ -13,7 +13,6 @@ import argparse
 import contextlib
 import json
 import sys
-from pathlib import Path
 
 import torch
 
@@ -26,6 +25,7 @@ from annotated_transformer.cli import (
     command,
     command_parser,
     decoding_from_args,
+    path_argument,
 )
 from annotated_transformer.config import RUN_PRESETS, option
 from annotated_transformer.measure.data_feed import (
@@ -171,7 +171,7 @@ def _data_options(modes) -> argparse.ArgumentParser:
     add_data_batch_options(mode)
     mode.add_argument(
         "--work-dir",
-        type=Path,
+        type=path_argument,
         metavar="DIR",
         help="where the cache is built and then deleted (default: the system's "
         "temporary folder)",
@@ -357,7 +357,7 @@ def build_parser() -> argparse.ArgumentParser:
         mode.add_argument(
             "--output",
             "-o",
-            type=Path,
+            type=path_argument,
             metavar="FILE",
             help="also write the numbers as JSON here",
         )

@@ -5,7 +5,6 @@
 model file."""
 
 import argparse
-import os
 from pathlib import Path
 
 from annotated_transformer.cli import (
@@ -14,6 +13,7 @@ from annotated_transformer.cli import (
     check_writable,
     command,
     command_parser,
+    path_argument,
 )
 from annotated_transformer.running.loading import bundle_run
 
@@ -32,14 +32,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--output",
         "-o",
-        type=Path,
+        type=path_argument,
         metavar="FILE",
         help="the model file to write (default: RUN.pt, beside the run folder; none "
         "with --ct2)",
     )
     parser.add_argument(
         "--ct2",
-        type=Path,
+        type=path_argument,
         metavar="DIR",
         help="write a CTranslate2 model into this folder (needs pip install "
         "ctranslate2); translate with ctranslate2.Translator(DIR) on SentencePiece "
@@ -55,14 +55,8 @@ def main(args: argparse.Namespace) -> int:
     if not (run / "config.json").is_file():
         raise ValueError(f"{args.run} is not a run folder: it has no config.json")
     out = args.output or (None if args.ct2 else run.with_name(run.name + ".pt"))
-    if out is not None:
+    if out is not None:  # not inside the run: its files are not the bundle's
         check_writable(out)
-        # the run's files (its checkpoints above all) are not the bundle's to replace
-        if run in Path(os.path.realpath(out)).parents:
-            raise ValueError(
-                f"-o {out} is inside the run folder {args.run}, whose files resuming "
-                "and averaging need: write the bundle outside it"
-            )
     result = bundle_run(args.run, out, args.average, args.ct2)
     mean = f"the mean of {', '.join(result['checkpoints'])}"
     if out is not None:

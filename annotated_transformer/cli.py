@@ -5,15 +5,19 @@
 status, not a traceback; options that mean the same in every command, defined once."""
 
 import argparse
+import contextlib
 import dataclasses
 import functools
 import importlib
 import io
+import json
 import os
 import re
 import signal
+import stat
 import sys
 import tempfile
+import threading
 import typing
 import warnings
 from dataclasses import fields
@@ -34,8 +38,16 @@ from annotated_transformer.config import (
 from annotated_transformer.data import DataError
 from annotated_transformer.running import devices
 from annotated_transformer.running.checkpoints import CheckpointError
-from annotated_transformer.running.files import WriteError, is_stream, nearest_folder
+from annotated_transformer.running.files import (
+    OPEN_FILE_NAMES,
+    WriteError,
+    is_stream,
+    nearest_folder,
+    not_a_file,
+    read_file,
+)
 from annotated_transformer.running.loading import load_run_model
+from annotated_transformer.running.processes import leave_closed_terminal
 from annotated_transformer.speed import choice
 from annotated_transformer.text import corpora
 
@@ -128,14 +140,49 @@ def one_line_warning(message, category, filename, lineno, file=None, line=None):
     print(f"warning: {printable(text)}", file=sys.stderr)
 
 
+class Stopped(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, raised wherever the command is, as Ctrl-C raises
+    ``KeyboardInterrupt``: the same clean-up runs (a file half written is removed),
+    where the signal's default would end the process on the spot."""
+
+    def __init__(self, number: int):
+        super().__init__(number)
+        self.number = number
+
+
+def raise_stopped(number, _frame):
+    if number == getattr(signal, "SIGHUP", None):
+        leave_closed_terminal()
+    raise Stopped(number)
+
+
+@contextlib.contextmanager
+def stop_signals_raise():
+    """While a command runs, SIGTERM and SIGHUP raise ``Stopped`` (the training loop
+    takes them over to save first). A signal ignored on purpose (``nohup``) or handled
+    by the program that called the command is left as it is; so is every signal off
+    the main thread, where Python cannot set one."""
+    changed = {}
+    if threading.current_thread() is threading.main_thread():
+        for name in ("SIGTERM", "SIGHUP"):
+            number = getattr(signal, name, None)
+            if number is not None and signal.getsignal(number) is signal.SIG_DFL:
+                changed[number] = signal.signal(number, raise_stopped)
+    try:
+        yield
+    finally:
+        for number, handler in changed.items():
+            signal.signal(number, handler)
+
+
 def command(main=None, *, parser=None, also: tuple = ()):
     """Make a command's ``main(argv) -> exit status`` from its body. With ``parser`` (a
     function that builds the argument parser), the body receives the parsed arguments
     instead of ``argv``. A data, checkpoint, value or write error, or one of the
     failures ``also`` names as expected of that command, prints ``error: ...`` and
     returns 2;
-    Ctrl-C returns 130 (the training loop catches it first, to save). A warning is
-    one line too. Use as
+    Ctrl-C returns 130, SIGTERM 143 and SIGHUP 129 (the training loop catches them
+    first, to save). A warning is one line too. Use as
     ``@command`` or ``@command(parser=build_parser, also=(OSError,))``."""
     if main is None:
         return functools.partial(command, parser=parser, also=also)
@@ -149,7 +196,8 @@ def command(main=None, *, parser=None, also: tuple = ()):
     def guarded(argv: list[str] | None) -> int:
         standard_streams()
         try:
-            status = main(argv if parser is None else parser().parse_args(argv))
+            with stop_signals_raise():
+                status = main(argv if parser is None else parser().parse_args(argv))
             if sys.stdout is not None:
                 sys.stdout.flush()  # a reader that went away shows here, not at exit
             return status
@@ -157,13 +205,17 @@ def command(main=None, *, parser=None, also: tuple = ()):
             # nothing more can reach the reader: no message, and none at exit either
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             return READER_GONE
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as stop:
+            number = getattr(stop, "number", signal.SIGINT)
+            what = "interrupted (Ctrl-C)"
+            if number != signal.SIGINT:
+                what = f"stopped by {signal.Signals(number).name}"
             print(
-                "interrupted (Ctrl-C); run the same command again to start over "
-                "(training resumes from its last checkpoint)",
+                f"{what}; run the same command again to start over (training "
+                "resumes from its last checkpoint)",
                 file=sys.stderr,
             )
-            return INTERRUPTED
+            return 128 + number
         except (DataError, CheckpointError, ValueError, WriteError, *also) as error:
             # printable: a name read from a file may hold an escape sequence, and one
             # line: a line break in it is shown as \n
@@ -237,6 +289,21 @@ def value_type(f: dataclasses.Field) -> tuple[type, bool]:
     return next(m for m in members if m is not type(None)), type(None) in members
 
 
+def path_argument(text: str) -> Path:
+    """A file or folder named on the command line, the type of every option that
+    names one: an empty name is refused there, where ``Path("")`` would make it the
+    current folder, ``.``."""
+    if not text:
+        raise argparse.ArgumentTypeError(
+            "expected the name of a file or folder, got an empty one"
+        )
+    return Path(text)
+
+
+# the settings that name a file or folder (an empty --data-dir means the default)
+PATH_SETTINGS = ("out_dir",)
+
+
 @dataclasses.dataclass(frozen=True)
 class SettingValue:
     """Reads a value of the setting ``name`` from the command line, as its field's
@@ -248,6 +315,8 @@ class SettingValue:
         base, optional = value_type(SETTINGS[self.name])
         if optional and text.lower() == "none":
             return None
+        if self.name in PATH_SETTINGS:
+            path_argument(text)  # an empty name is refused, not read as "."
         try:
             return base(text)
         except ValueError:
@@ -355,7 +424,7 @@ def add_weights_options(group) -> None:
     add_run_option(group)
     group.add_argument(
         "--checkpoint",
-        type=Path,
+        type=path_argument,
         metavar="FILE",
         help="one checkpoint of a run, or a model file written by "
         "annotated_transformer.bundle (default: the run's last checkpoint)",
@@ -473,19 +542,45 @@ def is_closed_stdout(path: Path) -> bool:
     return False
 
 
-def check_writable(path: Path, option: str = "-o") -> None:
-    """Refuse an output file that cannot be written, before any translating is done.
-    Checking makes nothing: no folder, no file."""
+def check_writable(
+    path: Path,
+    option: str = "-o",
+    inputs: tuple = (),
+    endings: tuple[str, ...] = (),
+    owned: Path | None = None,
+) -> None:
+    """Refuse, before any slow work, an output the command may not write: a device,
+    any file inside a run folder (whose files resuming, translating and averaging
+    need) other than under ``owned``, the folder of the command's own records there,
+    the same file as one of its ``inputs``, one without one of ``endings``, and one it
+    cannot write. Checking makes nothing: no folder, no file."""
     path = Path(path)
+    if owned is not None and (path.is_dir() or is_stream(path)):
+        where = "where this package writes a file of its own"
+        raise not_a_file(path, os.stat(path).st_mode, where)
     if path.is_dir():
         raise ValueError(f"{path} is a folder; give the file to write with {option}")
     if is_stream(path):  # /dev/stdout, a named pipe: written into as they are
-        if is_closed_stdout(path):
-            raise ValueError(f"cannot write {path}: standard output is closed")
-        if not os.access(path, os.W_OK):
-            raise ValueError(f"cannot write {path}: permission denied")
+        check_stream(path, option)
         return
     target = Path(os.path.realpath(path))  # where a symbolic link's writes go
+    run = run_folder_of(target)
+    if run is not None and not (owned and target.is_relative_to(owned.resolve())):
+        raise ValueError(
+            f"{option} {path} is inside the run folder {run}, whose files training, "
+            "translating and averaging need: write it outside"
+        )
+    same = next((p for p in inputs if p is not None and same_file(p, target)), None)
+    if same is not None:
+        raise ValueError(
+            f"{option} {path} is the same file as the input {same}, which writing "
+            "would replace: write to another file"
+        )
+    if endings and path.suffix.lower() not in endings:
+        raise ValueError(
+            f"{option} {path}: this output is written as {' or '.join(endings)}; "
+            f"name a file that ends so"
+        )
     folder = nearest_folder(target)
     if not folder.is_dir():
         raise ValueError(f"cannot write {path}: {folder} is a file, not a folder")
@@ -500,3 +595,54 @@ def check_writable(path: Path, option: str = "-o") -> None:
         raise ValueError(f"cannot write {path}: {error.strerror or error}") from None
     if target.exists() and not os.access(target, os.W_OK):
         raise ValueError(f"cannot write {path}: permission denied")
+
+
+def check_stream(path: Path, option: str) -> None:
+    """A stream an output may go to: standard output or another open file by name
+    (``/dev/stdout``), a named pipe, a terminal or ``/dev/null``, but never a disk or
+    another device."""
+    mode = os.stat(path).st_mode if path.exists() else stat.S_IFIFO
+    name = os.path.realpath(path)
+    streams = stat.S_ISFIFO(mode) or OPEN_FILE_NAMES.fullmatch(str(path.absolute()))
+    terminal = name == os.devnull or name.startswith(("/dev/pts/", "/dev/tty"))
+    if not (streams or terminal):
+        raise not_a_file(path, mode, f"where {option} writes a file")
+    if is_closed_stdout(path):
+        raise ValueError(f"cannot write {path}: standard output is closed")
+    if not os.access(path, os.W_OK):
+        raise ValueError(f"cannot write {path}: permission denied")
+
+
+def run_folder_of(path: Path) -> Path | None:
+    """The run folder that holds ``path`` at any depth, if one does: a folder of
+    this package's checkpoints (``checkpoints/step-*.pt``) or run settings
+    (``config.json``)."""
+    for folder in Path(path).parents:
+        if any((folder / "checkpoints").glob("*-*.pt")) or is_run_settings(
+            folder / "config.json"
+        ):
+            return folder
+    return None
+
+
+def is_run_settings(path: Path) -> bool:
+    """Whether ``path`` is a run's ``config.json``: a small JSON file of model and
+    run settings (read only if it is a regular file)."""
+    try:
+        if not path.is_file() or path.stat().st_size > 2**20:
+            return False
+        settings = json.loads(read_file(path).decode("utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(settings, dict) and all(
+        isinstance(settings.get(part), dict) for part in ("model", "run")
+    )
+
+
+def same_file(path: Path, other: Path) -> bool:
+    """Whether two names lead to one file (links followed, hard links too)."""
+    try:
+        a, b = os.stat(path), os.stat(other)
+    except OSError:
+        return False
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)

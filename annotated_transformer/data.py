@@ -8,9 +8,9 @@ import dataclasses
 import hashlib
 import io
 import random
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 
@@ -101,6 +101,41 @@ def _vocab_settings(vocab_size: int, max_sentences: int) -> dict:
     )
 
 
+# what every vocabulary holds, whatever its text: the four reserved ids, the word
+# boundary "▁" that starts a word, and at least one character
+SMALLEST_VOCABULARY = 6
+
+
+def check_vocab_size(vocab_size: int) -> None:
+    """Refuse a vocabulary size that no text can train, before any text is read."""
+    if vocab_size < SMALLEST_VOCABULARY:
+        raise ValueError(
+            f"--vocab-size must be at least {SMALLEST_VOCABULARY}, got {vocab_size}: "
+            "a vocabulary holds the 4 reserved pieces, the word boundary and at least "
+            "one character"
+        )
+
+
+def vocab_error(vocab_size: int, error: Exception) -> str:
+    """Why SentencePiece did not train a vocabulary of ``vocab_size`` pieces, in the
+    options' terms, without the place in its C++ source that its messages start with."""
+    reason = re.sub(r"^\w+: \S+\(\d+\) \[.*?\]\s*", "", str(error).strip())
+    least = re.search(r"smaller than required_chars\. \d+ vs (\d+)", reason)
+    if least:  # each character of the text is a piece of its own, at least
+        return (
+            f"--vocab-size {vocab_size} is too small for this training text: its "
+            f"characters and the 4 reserved pieces need {least[1]}; give "
+            f"--vocab-size {least[1]} or more"
+        )
+    most = re.search(r"too high \(\d+\)\. Please set it to a value <= (\d+)", reason)
+    if most:  # BPE ran out of pairs to merge
+        return (
+            f"--vocab-size {vocab_size} is more pieces than this training text makes "
+            f"({most[1]} at most); give --vocab-size {most[1]} or less"
+        )
+    return f"SentencePiece could not train a {vocab_size}-token vocabulary: {reason}"
+
+
 def train_vocab(
     pairs: Sequence[tuple[str, str]], vocab_size: int, max_sentences: int = 2_000_000
 ) -> bytes:
@@ -108,6 +143,7 @@ def train_vocab(
     serialized bytes."""
     import sentencepiece as spm
 
+    check_vocab_size(vocab_size)
     model = io.BytesIO()
     sentences = (text for pair in pairs for text in pair if text)
     try:
@@ -118,23 +154,20 @@ def train_vocab(
             **_vocab_settings(vocab_size, max_sentences),
         )
     except RuntimeError as error:  # e.g. a vocabulary larger than the corpus allows
-        raise DataError(
-            f"SentencePiece could not train a {vocab_size}-token vocabulary: {error}"
-        ) from None
+        raise DataError(vocab_error(vocab_size, error)) from None
     return model.getvalue()
 
 
-def read_vocabulary(source: Path | bytes, name: str, remedy: str):
-    """A SentencePiece vocabulary from a file or from its bytes. One that does not load
-    is an error that names it (``name``) and says what to do (``remedy``)."""
+def read_vocabulary(proto: bytes, name: str, remedy: str):
+    """A SentencePiece vocabulary from its bytes (a file's are read by the caller, as a
+    regular file). One that does not load is an error that names it (``name``) and
+    says what to do (``remedy``)."""
     import sentencepiece as spm
 
-    if isinstance(source, bytes) and not source:  # SentencePiece would take it
+    if not proto:  # SentencePiece would take it
         raise DataError(f"{name} is missing or empty. {remedy}")
     try:
-        if isinstance(source, bytes):
-            return spm.SentencePieceProcessor(model_proto=source)
-        return spm.SentencePieceProcessor(model_file=str(source))
+        return spm.SentencePieceProcessor(model_proto=proto)
     except (RuntimeError, OSError) as error:
         reason = str(error).strip().splitlines()[0] if str(error).strip() else "-"
         raise DataError(

@@ -120,7 +120,8 @@ def main(args: argparse.Namespace) -> int:
             "remove the link"
         )
     for path in (out / f"{stem}.hyp", out / "results.jsonl"):
-        check_writable(path)  # before the long work, not after it
+        # before the long work, not after it; the run's eval/ is the command's own
+        check_writable(path, owned=out)
     hypotheses, summary, result = evaluate(
         model,
         sp,

@@ -24,6 +24,7 @@ from annotated_transformer.config import (
     option,
 )
 from annotated_transformer.copy_task import CopyTask, copy_accuracy, train_copy_task
+from annotated_transformer.data import check_vocab_size
 from annotated_transformer.running import devices, trainer
 from annotated_transformer.running.checkpoints import read_json, read_settings
 from annotated_transformer.running.run_folder import check_run_folder, check_same_run
@@ -118,7 +119,7 @@ def finished(model_config, run_config) -> dict | None:
     out_dir = Path(run_config.out_dir)
     check_run_folder(out_dir)  # a folder it did not make is refused, not read
     path = out_dir / "results.json"
-    result = read_json(path, RESULTS_REMEDY) if path.is_file() else None
+    result = read_json(path, RESULTS_REMEDY) if path.exists() else None
     if result is None:
         return None
     shown = {"updates": int, "bleu": (int, float), "split": str, "bleu_signature": str}
@@ -195,6 +196,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.task == "copy":
         return copy_task_command(args, argv, model_config, run_config)
+    check_vocab_size(model_config.vocab_size)  # before any text is read
     done = finished(model_config, run_config)
     if done:
         print(

@@ -7,7 +7,6 @@ import argparse
 import contextlib
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 
 from annotated_transformer import data
 from annotated_transformer.cli import (
@@ -16,6 +15,7 @@ from annotated_transformer.cli import (
     command,
     command_parser,
     model_from_args,
+    path_argument,
     split_lines,
 )
 from annotated_transformer.config import DecodeConfig
@@ -109,14 +109,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--input",
         "-i",
-        type=Path,
+        type=path_argument,
         metavar="FILE",
         help="UTF-8 text file to translate (default: standard input)",
     )
     parser.add_argument(
         "--output",
         "-o",
-        type=Path,
+        type=path_argument,
         metavar="FILE",
         help="where to write translations (default: standard output)",
     )
@@ -138,7 +138,7 @@ def main(args: argparse.Namespace) -> int:
         if args.input is not None and args.input.is_dir():
             raise data.DataError(f"{args.input} is a folder; give a file to -i")
         if args.output is not None:
-            check_writable(args.output)
+            check_writable(args.output, inputs=(args.input, args.checkpoint))
         # a closed stream (<&-, >&-) is refused before the work, which it would lose
         if args.input is None and sys.stdin is None:
             raise data.DataError("standard input is closed: give the sentences with -i")

@@ -17,6 +17,7 @@ from annotated_transformer.cli import (
     check_writable,
     command,
     command_parser,
+    path_argument,
 )
 from annotated_transformer.config import (
     BIG_CHANGES,
@@ -227,14 +228,14 @@ def add_data_options(parser) -> None:
     )
     parser.add_argument(
         "--results",
-        type=Path,
+        type=path_argument,
         default=Path("runs/variations/results.jsonl"),
         metavar="FILE",
         help="where results are appended (default: %(default)s)",
     )
     parser.add_argument(
         "--runs",
-        type=Path,
+        type=path_argument,
         default=Path("runs/variations"),
         metavar="DIR",
         help="folder for the rows' run folders (default: %(default)s)",

@@ -21,6 +21,7 @@ from annotated_transformer.cli import (
     command,
     command_parser,
     model_from_args,
+    path_argument,
     split_lines,
 )
 from annotated_transformer.figures.capture import (
@@ -33,7 +34,7 @@ from annotated_transformer.figures.explorer import explorer
 from annotated_transformer.figures.measures import paper_figures
 from annotated_transformer.figures.store import load_attention, save_attention
 from annotated_transformer.figures.views import grid_view, line_view
-from annotated_transformer.running.files import is_stream, write_atomically
+from annotated_transformer.running.files import is_stream, read_file, write_atomically
 
 
 def numbers(text: str) -> list[int]:
@@ -60,7 +61,7 @@ def add_output_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "-o",
         "--output",
-        type=Path,
+        type=path_argument,
         help="PNG, SVG or PDF for line and grid (by its ending), HTML for explorer",
     )
     parser.add_argument(
@@ -72,13 +73,13 @@ def add_output_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--measure",
-        type=Path,
+        type=path_argument,
         help="write the measurements of the paper's Figures 3-5 (encoder, --layer or "
         "the second-to-last) as JSON to this file",
     )
     parser.add_argument(
         "--save",
-        type=Path,
+        type=path_argument,
         help="capture every sentence of -i (or the sentence) into this .npz",
     )
 
@@ -93,14 +94,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("sentence", nargs="?", help="source sentence (or use -i)")
     parser.add_argument(
-        "-i", "--input", type=Path, help="file with one source sentence per line"
+        "-i",
+        "--input",
+        type=path_argument,
+        help="file with one source sentence per line",
     )
     parser.add_argument(
         "--target",
         help="target sentence to attend over (default: the model's translation)",
     )
     parser.add_argument(
-        "--stored", type=Path, help="weights saved with --save, instead of a model"
+        "--stored",
+        type=path_argument,
+        help="weights saved with --save, instead of a model",
     )
     parser.add_argument(
         "--index",
@@ -150,10 +156,10 @@ def sentences_in(path: Path) -> list[str]:
     """The source sentences of the file ``path`` (-i), one a line."""
     if path.is_dir():
         raise ValueError(f"-i {path} is a folder, not a file of sentences")
-    if not path.is_file():
+    if not path.exists():
         raise ValueError(f"-i {path} does not exist")
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_file(path).decode("utf-8")
     except UnicodeDecodeError as error:
         raise ValueError(f"-i {path} is not UTF-8 text ({error})") from None
     lines = [line for line in split_lines(text) if line]
@@ -248,7 +254,7 @@ def image_path(args) -> tuple[Path, str]:
         return Path(f"attention-{args.view}.{chosen}"), chosen
     ending = args.output.suffix.lower()[1:]
     if not ending:
-        if is_stream(args.output):
+        if is_stream(args.output) or args.output.is_dir():  # kept, to be refused
             return args.output, chosen
         return args.output.with_suffix("." + chosen), chosen
     if ending not in IMAGE_FORMATS:
@@ -303,15 +309,18 @@ def main(args: argparse.Namespace) -> int:
             f"--save stores weights captured from a model, and {args.stored} holds "
             "stored ones already: copy the file instead"
         )
-    for path, option in (
-        (args.output, "-o"),
-        (args.save, "--save"),
-        (args.measure, "--measure"),
+    drawn = (args.save is None and args.measure is None) or args.output is not None
+    # where the view goes, with the ending of its format; -o and --format must agree
+    view = image_path(args)[0] if drawn else None
+    pages = (".html", ".htm") if args.view == "explorer" else ()
+    inputs = (args.input, args.stored, args.checkpoint)
+    for path, option, endings in (
+        (view, "-o", pages),
+        (args.save, "--save", (".npz",)),
+        (args.measure, "--measure", (".json",)),
     ):
-        if path is not None:
-            check_writable(path, option)  # before any work, as in translate
-    if args.output is not None or args.format is not None:
-        image_path(args)  # a clash of -o and --format is an error before any work
+        if path is not None:  # before any work, as in translate
+            check_writable(path, option, inputs, endings)
     sentences = sentences_from(args)
     if args.measure is not None:
         # Measured on the stored float16 weights when they were just saved, so that
@@ -323,7 +332,7 @@ def main(args: argparse.Namespace) -> int:
             lambda f: f.write(json.dumps(record, indent=1).encode() + b"\n"),
         )
         print(f"wrote {args.measure}")
-    if (args.save is None and args.measure is None) or args.output is not None:
+    if drawn:
         draw(args, sentences)
     return 0
 

@@ -1,7 +1,9 @@
 """The translate and evaluate commands, checkpoint averaging and the paper's tokenized
 BLEU."""
 
+import argparse
 import dataclasses
+import importlib
 import io
 import json
 import sys
@@ -13,6 +15,7 @@ from conftest import load_tool, tiny_run
 
 from annotated_transformer import (
     bundle,
+    cli,
     config,
     decoding,
     evaluate,
@@ -171,6 +174,38 @@ def test_translate_bad_input_is_a_clear_error(trained_run, capsys, argv, message
     assert translate.main(["--run", str(trained_run), *argv]) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
+
+
+def path_options(parser, before: tuple = ()):
+    """(the arguments that reach it, the option) for every option of ``parser`` and of
+    its subcommands that names a file or folder, and the options of a type ``Path``
+    itself (which would read an empty name as the current folder)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from path_options(sub, (*before, name))
+        elif action.type is Path or action.type is cli.path_argument:
+            yield before, action
+        elif isinstance(action.type, cli.SettingValue):
+            if action.type.name in cli.PATH_SETTINGS:
+                yield before, action
+
+
+@pytest.mark.parametrize("name", cli.COMMANDS)
+def test_every_option_that_names_a_file_refuses_an_empty_name(name, capsys):
+    parser = importlib.import_module(f"annotated_transformer.{name}").build_parser()
+    found = list(path_options(parser))
+    assert found
+    for before, action in found:
+        assert action.type is not Path, action.option_strings
+        given = [*before, *action.option_strings[:1], ""]
+        with pytest.raises(SystemExit) as stopped:
+            parser.parse_args(given)
+        assert stopped.value.code == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert err[-1].endswith(
+            ": expected the name of a file or folder, got an empty one"
+        ), (given, err)
 
 
 def test_missing_run_says_how_to_train(tmp_path, capsys):

@@ -196,6 +196,10 @@ def edited(state: dict, how: str) -> dict:
     elif how == "n_heads":  # the same shapes: only the fingerprint tells
         settings["n_heads"] = 1
         return state
+    elif how == "format of another version":
+        state["format"] = "annotated-transformer-model/2"
+    elif how == "no format":
+        del state["format"]
     if "settings" in state:
         state["settings_sha256"] = loading.settings_fingerprint(state["settings"])
     return state
@@ -213,6 +217,11 @@ EDITS = {
     "empty model": "missing",
     "vocab_size 4e8": "--vocab-size must be at most 16777216",
     "n_heads": "were changed after it was written",
+    # not a checkpoint that needs its run folder: a model file of another version
+    "format of another version": "was written by another version of this package "
+    "(format annotated-transformer-model/2; this version reads "
+    "annotated-transformer-model/1)",
+    "no format": "is not a model file of this package (no format; ",
 }
 
 

@@ -66,6 +66,84 @@ def test_the_gpu_script_refuses_an_unknown_item_in_one_line(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+def gpu_script(*args: str, python: str = sys.executable) -> subprocess.CompletedProcess:
+    """tools/gpu_measure.sh with ``args``, its items run by ``python``."""
+    return subprocess.run(
+        ["bash", str(SCRIPT), *args],
+        env={**os.environ, "PYTHON": python},
+        capture_output=True,
+        text=True,
+    )
+
+
+@pytest.mark.parametrize(
+    "args", [["--help"], ["-h"], ["--tiny", "-h"], ["D", "--help"]]
+)
+def test_the_gpu_script_prints_its_usage_when_asked(args):
+    done = gpu_script(*args)
+    assert done.returncode == 0 and done.stderr == ""
+    assert done.stdout.startswith("Every standing GPU measurement in one command")
+
+
+@pytest.mark.parametrize("out", ["", "/dev/null", "a file"])
+def test_an_out_that_is_no_folder_is_one_line(out, tmp_path):
+    if out == "a file":
+        out = tmp_path / "a file"
+        out.write_text("kept\n")
+    done = gpu_script(str(tmp_path), str(out))
+    assert done.returncode == 2 and done.stdout == ""
+    (line,) = done.stderr.strip().splitlines()
+    expected = "OUT is empty" if out == "" else f"OUT {out} is not a folder"
+    assert line.startswith(f"gpu_measure.sh: {expected}: name "), line
+    assert list(tmp_path.iterdir()) == ([out] if out == tmp_path / "a file" else [])
+
+
+def test_a_python_that_does_not_run_is_one_line_before_anything_is_made(tmp_path):
+    done = gpu_script(str(tmp_path), str(tmp_path / "out"), python="/nonexistent")
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.strip().splitlines() == [
+        "gpu_measure.sh: PYTHON=/nonexistent does not run or cannot import torch: "
+        "set PYTHON to the interpreter of the package's environment"
+    ]
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_item_that_fails_is_not_called_stopped_by_its_time_limit(tmp_path):
+    # an interpreter that imports torch and writes the summary, and fails every item
+    python = tmp_path / "python"
+    python.write_text(
+        "#!/bin/sh\n"
+        'case "$*" in\n'
+        f'  "-c import torch" | *gpu_summary.py*) exec {sys.executable} "$@" ;;\n'
+        "esac\n"
+        "exit 3\n"
+    )
+    python.chmod(0o755)
+    out = tmp_path / "out"
+    done = gpu_script(str(tmp_path), str(out), "decode", python=str(python))
+    assert done.returncode == 0, done.stderr
+    assert (out / "failed.txt").read_text() == "decode: failed (status 3)\n"
+    assert not (out / "stopped.txt").exists()
+    summary = (out / "summary.txt").read_text().splitlines()
+    assert "decode: no result, failed (status 3)" in summary
+    # an item stopped at its time limit is said to be, in the summary too
+    (out / "stopped.txt").write_text(
+        "train-big: stopped at its time limit of 270 s (status 124)\n"
+    )
+    lines = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "gpu_summary.py"), str(out)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    assert lines == [
+        "train-base: no result",
+        "train-big: no result, stopped at its time limit of 270 s (status 124)",
+        "decode: no result, failed (status 3)",
+        "default: no result",
+    ]
+
+
 def kernel(start: float, end: float, name: str):
     return SimpleNamespace(
         device_type=DeviceType.CUDA,

@@ -6,6 +6,7 @@ status, the one line said, and that nothing outside what the command owns change
 import io
 import json
 import os
+import re
 import resource
 import shutil
 import signal
@@ -29,6 +30,7 @@ from annotated_transformer import (
     translate,
     visualize,
 )
+from annotated_transformer.data import train_vocab
 from annotated_transformer.figures import capture, store
 from annotated_transformer.model import make_model
 from annotated_transformer.running import checkpoints, devices, files, loading, run_data
@@ -692,6 +694,56 @@ def test_misleading_messages_now_name_what_is_wrong(run, text_corpus, tmp_path, 
     one_line_error(capsys, "/ is a folder this package did not make")
 
 
+def test_a_vocabulary_size_that_cannot_train_names_the_size_that_can(
+    text_corpus, tmp_path, capsys
+):
+    run = tmp_path / "run"
+    # fewer pieces than any vocabulary holds: refused before the text is read
+    assert train.main(train_argv(text_corpus, run, 2, "--vocab-size", "3")) == 2
+    one_line_error(capsys, "error: --vocab-size must be at least 6, got 3: ")
+    # fewer than this text's 28 characters and the 4 reserved pieces, or more pieces
+    # than it makes: said in the options' terms, not SentencePiece's
+    for size, expected in (("20", "32 or more"), ("5000", "330 or less")):
+        assert train.main(train_argv(text_corpus, run, 2, "--vocab-size", size)) == 2
+        err = one_line_error(capsys, f"error: --vocab-size {size} is ", expected)
+        assert "INTERNAL" not in err and ".cc" not in err
+    assert not run.exists()
+    pairs = corpora.load_pairs("text", "train", "en", "de", text_corpus)
+    for size in (32, 330):  # the sizes named train
+        assert train_vocab(pairs, size)
+
+
+def test_a_batch_larger_than_the_training_data_is_capped_and_says_so(
+    text_corpus, tmp_path, capsys
+):
+    huge = ["--batch-tokens", "99999999999999999999"]
+    capped = re.compile(
+        r"model: .*; (\d[\d,]*) tokens per update = 1 process\(es\) x 1 "
+        r"micro-batch\(es\) x \1 \(--batch-tokens 99999999999999999999 is more than "
+        r"the \1 tokens of the training data, which one micro-batch holds at most\)\n"
+    )
+    run = tmp_path / "huge"
+    assert train.main(train_argv(text_corpus, run, 2, *huge)) == 0
+    whole = capped.search(capsys.readouterr().out)[1]
+    # a resumed run says so again, and goes on with the same batches
+    assert train.main(train_argv(text_corpus, run, 4, *huge)) == 0
+    assert capped.search(capsys.readouterr().out)[1] == whole
+    exact = tmp_path / "exact"
+    tokens = whole.replace(",", "")
+    assert train.main(train_argv(text_corpus, exact, 4, "--batch-tokens", tokens)) == 0
+    assert "is more than the" not in capsys.readouterr().out
+    weights = [
+        checkpoints.load_checkpoint(r / "checkpoints" / "step-0000004.pt")["model"]
+        for r in (run, exact)
+    ]
+    for name, value in weights[0].items():
+        assert torch.equal(value, weights[1][name]), name
+    # batches of one shape: rows for the training data at most, not for 10**20 tokens
+    packed = tmp_path / "packed"
+    assert train.main(train_argv(text_corpus, packed, 2, *huge, "--pack")) == 0
+    assert capped.search(capsys.readouterr().out)[1] == whole
+
+
 def test_a_text_corpus_may_gzip_one_language_and_not_the_other(text_corpus, tmp_path):
     import gzip
 
@@ -753,11 +805,19 @@ def test_an_endless_or_binary_input_is_refused_at_its_first_chunk(run, capsys):
     one_line_error(capsys, "/dev/zero holds NUL bytes: it is not a text file")
 
 
-def test_a_full_device_is_not_called_a_full_disk(run, text_corpus, capsys):
+def test_a_full_device_is_not_called_a_full_disk(run, text_corpus):
+    # a device is no -o, but standard output may be sent to one
     argv = ["--run", str(run), "-i", str(text_corpus / "test.en"), "--no-progress"]
-    assert translate.main([*argv, "--beam-size", "1", "-o", "/dev/full"]) == 2
-    err = capsys.readouterr().err.splitlines()[-1]
-    assert err.startswith("error: cannot write /dev/full: No space left on device;")
+    with open("/dev/full", "wb") as full:
+        done = subprocess.run(
+            [*TRANSLATE, *argv, "--beam-size", "1", "-o", "/dev/stdout"],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    assert done.returncode == 2, done.stderr
+    err = done.stderr.splitlines()[-1]
+    assert err == "error: cannot write standard output: No space left on device"
     assert "free" not in err
 
 

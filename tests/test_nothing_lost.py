@@ -6,8 +6,10 @@ As in test_run_folder.py, each case checks the exit status, the one line said, a
 files around the target before and after."""
 
 import contextlib
+import io
 import json
 import os
+import pickle
 import re
 import resource
 import shutil
@@ -26,6 +28,7 @@ from test_run_folder import hashes, one_line_error
 
 from annotated_transformer import (
     bundle,
+    cli,
     evaluate,
     optimization,
     parsing,
@@ -513,17 +516,68 @@ def test_a_full_disk_when_the_test_translations_are_written(
                     device.write(b"x" * 100_000)
                     device.flush()
                 except OSError as error:
-                    raise files.write_error(Path(path), error, 100_000) from None
+                    raise files.write_error(Path(path), error, 0, content) from None
         files.write_atomically(path, content)
 
     monkeypatch.setattr(scoring, "write_atomically", full_disk)
     assert train.main(train_argv(text_corpus, run, 2)) == 2
     one_line_error(
         capsys,
-        f"cannot write {run / 'test.hyp'}: No space left on device (it needs more than",
+        f"cannot write {run / 'test.hyp'}: No space left on device (the file takes ",
     )
     assert not (run / "results.json").exists()
     assert [p.name for p in (run / "checkpoints").iterdir()] == ["step-0000002.pt"]
+
+
+def test_a_full_disk_says_the_files_size_and_the_room_left(tmp_path, monkeypatch):
+    class Disk:
+        free = 12_345
+
+    real = files.tempfile.mkstemp
+
+    def on_a_full_disk(**options):  # every write into the file fails as on a full disk
+        handle, name = real(**options)
+        full = os.open("/dev/full", os.O_WRONLY)
+        os.dup2(full, handle)
+        os.close(full)
+        return handle, name
+
+    monkeypatch.setattr(files.shutil, "disk_usage", lambda path: Disk)
+    monkeypatch.setattr(files.tempfile, "mkstemp", on_a_full_disk)
+    room = "the disk has 12.3 kB free); make room, or write somewhere else"
+    # a checkpoint: torch.save takes its first bytes before the disk says no
+    state = {"weights": torch.zeros(80_000)}
+    saved = io.BytesIO()
+    torch.save(state, saved)
+    size = files.size_text(len(saved.getvalue()))
+    with pytest.raises(files.WriteError) as raised:
+        checkpoints.save_checkpoint(tmp_path / "c.pt", state)
+    assert str(raised.value) == (
+        f"cannot write {tmp_path / 'c.pt'}: No space left on device (the file takes "
+        f"{size}; {room}"
+    )
+    # a vocabulary's bytes, of which no byte was written
+    with pytest.raises(files.WriteError) as raised:
+        files.write_atomically(tmp_path / "v.model", b"x" * 240_000)
+    assert "(the file takes 240.0 kB; " in str(raised.value)
+    # a file whose size cannot be known: how much of it went before the failure
+    calls = []
+
+    def once(file):
+        calls.append(file)
+        if len(calls) > 1:
+            raise RuntimeError("written once only")
+        for _ in range(20):
+            file.write(b"x" * 2000)
+
+    with pytest.raises(files.WriteError) as raised:
+        files.write_atomically(tmp_path / "once.bin", once)
+    assert re.fullmatch(
+        rf"cannot write {re.escape(str(tmp_path / 'once.bin'))}: No space left on "
+        rf"device after \d+\.\d kB of it \({re.escape(room)}",
+        str(raised.value),
+    )
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_write_into_a_full_device_is_one_error():
@@ -736,16 +790,32 @@ class RunsCode:
         return (os.system, ("echo this should never run",))
 
 
-def test_a_pickle_that_could_run_code_is_refused_for_what_it_is(tmp_path, capsys):
+HOSTILE_FORMS = {
+    "zip": lambda state, path: torch.save(state, path),
+    "old torch format": lambda state, path: torch.save(
+        state, path, _use_new_zipfile_serialization=False
+    ),
+    # a plain pickle, of a protocol PyTorch's safe reader stops at before any name
+    "plain pickle": lambda state, path: path.write_bytes(
+        pickle.dumps(state, protocol=4)
+    ),
+}
+
+
+@pytest.mark.parametrize("form", HOSTILE_FORMS)
+def test_a_pickle_that_could_run_code_is_refused_for_what_it_is(tmp_path, capsys, form):
     hostile = tmp_path / "model.pt"
-    torch.save({"model": RunsCode()}, hostile)
+    HOSTILE_FORMS[form]({"model": RunsCode()}, hostile)
     sentences = tmp_path / "in.en"
     sentences.write_text("a red cat\n")
     argv = ["--checkpoint", str(hostile), "-i", str(sentences)]
     assert translate.main(argv) == 2
     err = capsys.readouterr().err
-    assert "holds Python objects besides tensors, which could run code" in err
-    assert "copy it again" not in err and err.count("\n") == 1
+    assert err == (
+        f"error: {hostile} holds Python objects besides tensors, which could run code "
+        "when loaded, and this package never loads them: it is not a file this "
+        "package wrote\n"
+    )
 
 
 def test_a_damaged_vocabulary_is_named_by_translate_and_by_a_resumed_run(
@@ -790,3 +860,29 @@ def test_a_results_file_that_is_not_text_is_named(tmp_path, capsys):
     assert variations.main([*argv, "--no-progress"]) == 2
     one_line_error(capsys, f"{results} cannot be read as results")
     assert results.read_bytes() == b"\xff\xfe{}\n"
+
+
+@pytest.mark.parametrize("name", ["SIGTERM", "SIGHUP"])
+def test_a_stop_signal_mid_write_removes_the_half_written_file(name, tmp_path, capsys):
+    # as Ctrl-C does: by default these signals end a process on the spot, and a
+    # temporary file beside the output (a bundle's, say) would stay behind
+    number = getattr(signal, name)
+    target = tmp_path / "model.pt"
+
+    @cli.command
+    def writes(argv):
+        def half_then_stopped(file):
+            file.write(b"x" * 1000)
+            os.kill(os.getpid(), number)  # as `kill` from another terminal
+            file.write(b"y")
+
+        files.write_atomically(target, half_then_stopped)
+        return 0
+
+    assert writes([]) == 128 + number
+    assert list(tmp_path.iterdir()) == []
+    assert capsys.readouterr().err == (
+        f"stopped by {name}; run the same command again to start over (training "
+        "resumes from its last checkpoint)\n"
+    )
+    assert signal.getsignal(number) is signal.SIG_DFL  # given back after the command

@@ -22,14 +22,27 @@
 # train-big`. --tiny adds options to every command that shrink it to a few CPU minutes
 # (the multi30k model for both training items, three sentences, two updates): the test
 # in `make test` runs the script that way.
+#
+# An item that reaches its time limit is listed in OUT/stopped.txt, one that fails in
+# OUT/failed.txt with its exit status; summary.txt says which for an item without a
+# result. PYTHON names the interpreter (default python3), which must import torch.
 set -euo pipefail
+usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
+for arg in "$@"; do
+  case $arg in
+    -h | --help)
+      usage
+      exit 0
+      ;;
+  esac
+done
 tiny=0
 if [ "${1:-}" = --tiny ]; then
   tiny=1
   shift
 fi
 if [ $# -lt 2 ]; then
-  sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
+  usage
   exit 2
 fi
 data=$1 out=$2
@@ -45,10 +58,27 @@ for name in "${items[@]}"; do
       ;;
   esac
 done
+# OUT is a folder, new or not; every item writes into it
+if [ -z "$out" ]; then
+  echo "gpu_measure.sh: OUT is empty: name the folder that receives the measurements" >&2
+  exit 2
+fi
+if [ -e "$out" ] && [ ! -d "$out" ]; then
+  echo "gpu_measure.sh: OUT $out is not a folder: name a new folder, or one that exists" >&2
+  exit 2
+fi
 python=${PYTHON:-python3}
+# an interpreter that does not run, or has no torch, would fail every item in turn
+if ! "$python" -c "import torch" >/dev/null 2>&1; then
+  echo "gpu_measure.sh: PYTHON=$python does not run or cannot import torch: set PYTHON to the interpreter of the package's environment" >&2
+  exit 2
+fi
 here=$(cd "$(dirname "$0")" && pwd)
 export PYTHONPATH="$here/..${PYTHONPATH:+:$PYTHONPATH}"
-mkdir -p "$out"
+if ! mkdir -p -- "$out" 2>/dev/null; then
+  echo "gpu_measure.sh: cannot make the folder OUT $out" >&2
+  exit 2
+fi
 readme=$out/README.md
 [ -e "$readme" ] || printf '# GPU measurements\n\n`summary.txt` has one line per item.\n' >"$readme"
 {
@@ -68,7 +98,15 @@ item() {
   local started=$SECONDS
   # the limits budget an H100's minutes; a tiny run on a busy CPU gets ten times theirs
   if [ $tiny = 1 ]; then seconds=$((seconds * 10)); fi
-  timeout "$seconds" "$@" || echo "$name: stopped (status $?)" | tee -a "$out/stopped.txt"
+  local status=0
+  timeout "$seconds" "$@" || status=$?
+  # 124: timeout stopped the command at its limit (137: with SIGKILL); any other
+  # status is the command's own failure (126 and 127: it could not be run)
+  if [ $status = 124 ] || [ $status = 137 ]; then
+    echo "$name: stopped at its time limit of $seconds s (status $status)" | tee -a "$out/stopped.txt"
+  elif [ $status != 0 ]; then
+    echo "$name: failed (status $status)" | tee -a "$out/failed.txt"
+  fi
   echo "$name: $((SECONDS - started)) s" >>"$out/seconds.txt"
 }
 

@@ -2,7 +2,8 @@
 
     python tools/gpu_summary.py OUT
 
-An item whose file is missing (stopped by its time limit, or failed) says so.
+An item whose file is missing says so, and why when the script recorded it: stopped at
+its time limit (``stopped.txt``) or failed with an exit status (``failed.txt``).
 """
 
 import json
@@ -92,15 +93,37 @@ def default_line(out: Path) -> str:
     return line
 
 
+def endings(out: Path) -> dict[str, str]:
+    """Why items ended without a result, by name: the lines ``item: why`` that
+    gpu_measure.sh wrote to stopped.txt and failed.txt."""
+    why = {}
+    for name in ("stopped.txt", "failed.txt"):
+        try:
+            lines = (out / name).read_text(encoding="utf-8").splitlines()
+        except (OSError, ValueError):
+            continue
+        for line in lines:
+            item, _, reason = line.partition(": ")
+            why[item] = reason
+    return why
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print(__doc__.strip(), file=sys.stderr)
         return 2
     out = Path(argv[0])
-    print(train_line("train-base", read(out / "train-base.json")))
-    print(train_line("train-big", read(out / "train-big.json")))
-    print(decode_line(read(out / "decode.json")))
-    print(default_line(out))
+    why = endings(out)
+    for line in (
+        train_line("train-base", read(out / "train-base.json")),
+        train_line("train-big", read(out / "train-big.json")),
+        decode_line(read(out / "decode.json")),
+        default_line(out),
+    ):
+        item = line.split(":")[0]
+        if line.endswith(": no result") and item in why:
+            line += f", {why[item]}"
+        print(line)
     return 0
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from annotated_transformer.figures.capture import KINDS, SentenceAttention
-from annotated_transformer.running.files import write_atomically
+from annotated_transformer.running.files import open_file, write_atomically
 
 
 def save_attention(
@@ -69,13 +69,13 @@ def check_shapes(s: SentenceAttention, number: int) -> None:
 def load_attention(path: Path) -> tuple[list[SentenceAttention], dict]:
     """The sentences stored by ``save_attention`` (weights as float32) and their
     ``about`` record."""
-    if not Path(path).is_file():
+    if not Path(path).exists():
         raise ValueError(
             f"{path} does not exist; capture weights with `python -m "
             "annotated_transformer.visualize --run RUN -i FILE --save PATH`"
         )
     try:
-        with np.load(path) as stored:
+        with open_file(path) as file, np.load(file) as stored:
             meta = json.loads(str(stored["meta"]))
             sentences = [
                 SentenceAttention(

@@ -4,11 +4,14 @@
 """Run-folder files (§5.2, §6.1): checkpoints and records, written atomically,
 read safely, checked against what the run recorded, averaged."""
 
+import contextlib
 import dataclasses
 import hashlib
 import json
 import math
+import pickle
 import re
+import warnings
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -17,7 +20,13 @@ import torch
 
 from annotated_transformer.config import RunConfig, TransformerConfig, option
 from annotated_transformer.model import make_model
-from annotated_transformer.running.files import size_text, write_atomically
+from annotated_transformer.running.files import (
+    NotAFile,
+    open_file,
+    read_file,
+    size_text,
+    write_atomically,
+)
 
 
 class CheckpointError(Exception):
@@ -58,7 +67,9 @@ def read_json(path: Path, remedy: str):
     """A JSON file of a run folder; a damaged one is an error that names it and
     says what to do."""
     try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
+        return json.loads(read_file(path).decode("utf-8"))
+    except NotAFile:
+        raise
     except (ValueError, OSError) as error:
         # Bad JSON or bytes (ValueError), or an unreadable file (OSError).
         raise CheckpointError(
@@ -86,17 +97,26 @@ def checkpoint_gone(path: Path) -> CheckpointGone:
 def load_checkpoint(path: Path, file=None) -> dict:
     """The checkpoint at ``path``, read from ``file`` if it is open already."""
     try:
-        return torch.load(
-            path if file is None else file, map_location="cpu", weights_only=True
-        )
+        with (
+            open_file(path) if file is None else contextlib.nullcontext(file) as f,
+            warnings.catch_warnings(),
+        ):
+            # PyTorch's note on a pickle protocol it never writes: the error below
+            # says what such a file is
+            warnings.filterwarnings("ignore", "Detected pickle protocol")
+            return torch.load(f, map_location="cpu", weights_only=True)
     except FileNotFoundError:
         raise checkpoint_gone(path) from None
+    except NotAFile:
+        raise
     except Exception as error:  # truncated zip, bad pickle: many kinds
         reason = (  # its first sentence
             re.split(r"(?<=\.)\s|\n", str(error).strip())[0].rstrip(".") or "no message"
         )
         # a pickle that names a Python function: what a file made to run code holds
-        if re.search("unsupported global", str(error), re.IGNORECASE):
+        if re.search("unsupported global", str(error), re.IGNORECASE) or names_code(
+            path, file
+        ):
             raise CheckpointError(
                 f"{path} holds Python objects besides tensors, which could run code "
                 "when loaded, and this package never loads them: it is not a file "
@@ -118,6 +138,52 @@ def load_checkpoint(path: Path, file=None) -> dict:
             f"{path} is truncated, corrupt or not a checkpoint, and cannot be loaded "
             f"({type(error).__name__}: {reason}). {advice}"
         ) from None
+
+
+class Named:
+    """What a pickle that ``PickleNames`` reads would call: does nothing."""
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def __setstate__(self, state):
+        pass
+
+
+class PickleNames(pickle.Unpickler):
+    """Reads a pickle only for the names of the Python objects it would call, and
+    calls none of them: each is a ``Named``."""
+
+    def __init__(self, file):
+        super().__init__(file)
+        self.names = []
+
+    def find_class(self, module: str, name: str):
+        self.names.append(f"{module}.{name}")
+        return Named
+
+    def persistent_load(self, pid):
+        return None
+
+
+def names_code(path: Path, file=None) -> bool:
+    """Whether ``path`` (read from ``file`` if it is open) is a plain pickle of
+    protocol 4 or later, which PyTorch's safe reader stops at before it reaches any
+    name, that names a Python object other than PyTorch's own (``os.system``, say)."""
+    try:
+        with open_file(path) if file is None else contextlib.nullcontext(file) as f:
+            f.seek(0)
+            head = f.read(2)
+            if len(head) < 2 or head[0] != pickle.PROTO[0] or head[1] < 4:
+                return False  # a zip (PyTorch's own format), or an older pickle
+            f.seek(0)
+            reader = PickleNames(f)
+            with contextlib.suppress(Exception):  # it reads as far as it can
+                reader.load()
+    except OSError:
+        return False
+    ours = ("torch.", "collections.OrderedDict")
+    return any(not name.startswith(ours) for name in reader.names)
 
 
 def step_of(path: Path) -> int:
@@ -184,7 +250,7 @@ def read_settings(path: Path) -> dict:
 
 def fingerprint(source: Path | bytes) -> str:
     """The SHA-256 of a file's bytes, in hexadecimal."""
-    data = source if isinstance(source, bytes) else Path(source).read_bytes()
+    data = source if isinstance(source, bytes) else read_file(source)
     return hashlib.sha256(data).hexdigest()
 
 
@@ -313,6 +379,13 @@ def checked_config(state: dict, path: Path, advice: str) -> TransformerConfig:
         isinstance(w, torch.Tensor) for w in weights.values()
     ):
         weights = {}
+    # before anything reads a weight, even its shape: a nested tensor has none
+    odd = sorted(k for k, w in weights.items() if not plain(w))
+    if odd:
+        raise CheckpointError(
+            f"{path} holds weights that do not fit its settings ({len(odd)} not dense "
+            f"numbers in the memory, such as {odd[0]}). {advice}"
+        )
     stored = shapes(weights)
     wrong = sorted(k for k in expected.keys() & stored if expected[k] != stored[k])
     # each check runs only once the ones before it passed: a weight is read for its
@@ -348,6 +421,18 @@ def checked_config(state: dict, path: Path, advice: str) -> TransformerConfig:
             f"{size_text(free)} of memory free. {advice}"
         )
     return config
+
+
+def plain(tensor: torch.Tensor) -> bool:
+    """Whether ``tensor`` is dense numbers in the CPU's memory, as every tensor this
+    package saves is: not a meta tensor (a shape without numbers), a sparse, quantized
+    or nested one."""
+    return (
+        tensor.layout == torch.strided
+        and tensor.device.type == "cpu"
+        and not tensor.is_quantized
+        and not tensor.is_nested
+    )
 
 
 def holds_its_numbers(tensor: torch.Tensor) -> bool:

@@ -35,18 +35,26 @@ def size_text(n: float) -> str:
         n /= 1000
 
 
-def write_error(path: Path, error: OSError, written: int = 0) -> WriteError:
-    """The one-line error for a write of ``path`` that failed after ``written``
-    bytes."""
+def write_error(
+    path: Path, error: OSError, written: int | None = None, content=None
+) -> WriteError:
+    """The one-line error for a write of ``path`` that failed. On a full disk it
+    says the size of the file's ``content`` (what ``write_atomically`` takes) when
+    that is known, else the ``written`` bytes that went before the failure, and the
+    room the disk has left."""
     message = f"cannot write {path}: {error.strerror or error}"
     if error.errno == errno.EFBIG:  # a limit on the size of one file
         message += "; this process may not write files that large (ulimit -f)"
     elif error.errno in NO_ROOM and not is_stream(path):
-        free = shutil.disk_usage(nearest_folder(path)).free
-        message += (
-            f" (it needs more than {size_text(written)} free on that disk, which has "
-            f"{size_text(free)}); make room, or write somewhere else"
-        )
+        free = size_text(shutil.disk_usage(nearest_folder(path)).free)
+        size = None if content is None else content_size(content)
+        if size is not None:
+            message += f" (the file takes {size_text(size)}; the disk has {free} free)"
+        elif written:
+            message += f" after {size_text(written)} of it (the disk has {free} free)"
+        else:
+            message += f" (the disk has {free} free)"
+        message += "; make room, or write somewhere else"
     return WriteError(error.errno, message)
 
 
@@ -90,6 +98,32 @@ class CountingFile:
         return n
 
 
+class Discarded:
+    """A file that keeps nothing written to it, only the size it grew to: what
+    ``torch.save``, ``numpy.savez`` and ``savefig`` need of a file, they find."""
+
+    def __init__(self):
+        self.position = self.size = 0
+
+    def write(self, data) -> int:
+        self.position += len(data)
+        self.size = max(self.size, self.position)
+        return len(data)
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        self.position = offset + (0, self.position, self.size)[whence]
+        return self.position
+
+    def tell(self) -> int:
+        return self.position
+
+    def read(self, size: int = -1) -> bytes:
+        return b""  # nothing is kept
+
+    def flush(self) -> None:
+        pass
+
+
 # names of an open file, which may lead to a regular file the shell opened (with >>)
 OPEN_FILE_NAMES = re.compile(r"/dev/(stdout|stderr|fd/\d+)|/proc/[^/]+/fd/\d+")
 
@@ -109,14 +143,25 @@ def _write(file, content) -> None:
         file.write(content.encode("utf-8") if isinstance(content, str) else content)
 
 
+def content_size(content) -> int | None:
+    """The bytes of ``content`` (what ``write_atomically`` takes): a function is run
+    again, into a file that keeps nothing; None if it fails there."""
+    discarded = Discarded()
+    try:
+        _write(discarded, content)
+    except Exception:
+        return None
+    return discarded.size
+
+
 def write_atomically(path: Path, content) -> None:
-    """Write ``content`` (text, bytes, or a function that writes into a binary file) so
-    that a crash at any moment leaves the old file or the new one, never part of one: a
-    temporary file of its own beside it, flushed to the disk, renamed over the name (a
-    rename is atomic), and the folder's entry flushed too. A symbolic link is written
-    through (its target is replaced, the link kept); a stream (``/dev/stdout``, a named
-    pipe) is written into. A failed write leaves nothing behind, not even the folders
-    it made, and raises ``WriteError``."""
+    """Write ``content`` (text, bytes, or a function that writes into a binary file,
+    the same each time) so that a crash at any moment leaves the old file or the new
+    one, never part of one: a temporary file of its own beside it, flushed to the disk,
+    renamed over the name (a rename is atomic), and the folder's entry flushed too. A
+    symbolic link is written through (its target replaced); a stream (``/dev/stdout``,
+    a named pipe) is written into. A failed write leaves nothing behind, not even the
+    folders it made, and raises ``WriteError`` (on a full disk: the content's size)."""
     path = Path(path)
     if path.is_dir():
         raise WriteError(errno.EISDIR, f"cannot write {path}: it is a folder")
@@ -161,7 +206,7 @@ def write_atomically(path: Path, content) -> None:
                 folder.rmdir()
         cause = file.error if file is not None and file.error else error
         if isinstance(cause, OSError):
-            raise write_error(path, cause, file.written if file else 0) from None
+            raise write_error(path, cause, file and file.written, content) from None
         raise
     if hasattr(os, "O_DIRECTORY"):  # POSIX: make the rename itself survive a power cut
         folder = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
@@ -200,7 +245,7 @@ def append_line(path: Path, line: str, root: Path | None = None) -> None:
     except WriteError:
         raise
     except OSError as error:  # a read-only log or folder: nothing written
-        raise write_error(path, error, len(data)) from None
+        raise write_error(path, error, content=data) from None
     try:
         with f:
             f.write(data)
@@ -212,7 +257,7 @@ def append_line(path: Path, line: str, root: Path | None = None) -> None:
             os.fdopen(open_own(path, os.O_RDWR, root), "r+b") as log,
         ):
             log.truncate(size)
-        raise write_error(path, error, len(data)) from None
+        raise write_error(path, error, content=data) from None
 
 
 def trim_torn_line(path: Path, root: Path | None = None) -> None:
@@ -258,8 +303,14 @@ def open_own(path: Path, flags: int, root: Path | None = None) -> int:
             )
             os.close(folder)
             folder = inner
-        return os.open(parts[-1], flags | nofollow, 0o666, dir_fd=folder)
+        # without waiting: a named pipe planted at the name is refused, not waited on
+        flags |= nofollow | getattr(os, "O_NONBLOCK", 0)
+        opened = os.open(parts[-1], flags, 0o666, dir_fd=folder)
+        return regular(opened, path, "where this package writes a file of its own")
     except OSError as error:
+        if error.errno == errno.ENXIO:  # a named pipe that no process reads
+            where = "where this package writes a file of its own"
+            raise not_a_file(path, stat.S_IFIFO, where) from None
         steps = [root.joinpath(*parts[: i + 1]) for i in range(len(parts))]
         link = next((p for p in steps if p.is_symlink()), None)
         if link is None or error.errno not in (errno.ELOOP, errno.ENOTDIR):
@@ -271,6 +322,52 @@ def open_own(path: Path, flags: int, root: Path | None = None) -> int:
         ) from None
     finally:
         os.close(folder)
+
+
+# what a path names instead of a file, by the type bits of its mode
+KINDS = {
+    stat.S_IFDIR: "a folder",
+    stat.S_IFIFO: "a named pipe",
+    stat.S_IFCHR: "a device",
+    stat.S_IFBLK: "a disk device",
+    stat.S_IFSOCK: "a socket",
+}
+
+
+class NotAFile(ValueError):
+    """Something other than a regular file where the package reads or keeps one."""
+
+
+def not_a_file(path: Path, mode: int, where: str = "where a file is read") -> NotAFile:
+    kind = KINDS.get(stat.S_IFMT(mode), "not a regular file")
+    return NotAFile(f"{path} is {kind}, {where}; put a file there, or name one")
+
+
+def regular(descriptor: int, path: Path, where: str = "where a file is read") -> int:
+    """``descriptor`` (opened without waiting) when it is a regular file, set back to
+    blocking; closed and refused otherwise."""
+    try:
+        mode = os.fstat(descriptor).st_mode
+        if not stat.S_ISREG(mode):
+            raise not_a_file(path, mode, where)
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(descriptor, True)
+    except BaseException:
+        os.close(descriptor)
+        raise
+    return descriptor
+
+
+def open_file(path: Path):
+    """``path`` opened for reading in binary, if it is a regular file: opening does
+    not wait for a named pipe's writer, and a device is refused before it is read."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    return os.fdopen(regular(os.open(path, flags), path), "rb")
+
+
+def read_file(path: Path) -> bytes:
+    with open_file(path) as file:
+        return file.read()
 
 
 class RunLock:

@@ -8,6 +8,8 @@ model file that `bundle` writes and the commands read."""
 
 import contextlib
 import json
+import os
+import stat
 from itertools import chain
 from pathlib import Path
 
@@ -29,10 +31,18 @@ from annotated_transformer.running.checkpoints import (
     holds_its_numbers,
     latest_checkpoint,
     load_checkpoint,
+    plain,
     read_settings,
     save_checkpoint,
 )
-from annotated_transformer.running.files import being_trained, check_room, is_stream
+from annotated_transformer.running.files import (
+    being_trained,
+    check_room,
+    is_stream,
+    not_a_file,
+    open_file,
+    read_file,
+)
 from annotated_transformer.speed import choice
 
 
@@ -51,8 +61,11 @@ def run_weights(
                 f"--average {average} averages a run's checkpoints; one named "
                 "--checkpoint has nothing to average with"
             )
-        if not Path(checkpoint).is_file():
+        if not Path(checkpoint).exists():
             raise CheckpointError(f"no checkpoint at {checkpoint}")
+        mode = os.stat(checkpoint).st_mode  # a folder, a device: said before reading
+        if not stat.S_ISREG(mode):
+            raise not_a_file(checkpoint, mode)
         return [Path(checkpoint)]
     if Path(run).exists() and not Path(run).is_dir():
         raise CheckpointError(
@@ -81,7 +94,7 @@ def run_weights(
         )
     if average is None:
         config = Path(run) / "config.json"
-        own = read_settings(config)["run"].get("average", 1) if config.is_file() else 1
+        own = read_settings(config)["run"].get("average", 1) if config.exists() else 1
         average = available_average(run, own)
     if average == 1:
         return [latest]
@@ -110,7 +123,7 @@ def opened(paths: list[Path]):
     delete their names meanwhile, but an open file stays readable."""
     with contextlib.ExitStack() as stack:
         try:
-            files = [stack.enter_context(open(p, "rb")) for p in paths]
+            files = [stack.enter_context(open_file(p)) for p in paths]
         except FileNotFoundError as error:
             raise checkpoint_gone(Path(error.filename)) from None
         except OSError as error:  # a folder, a file it may not read
@@ -119,6 +132,28 @@ def opened(paths: list[Path]):
                 "move it out of the run's checkpoints"
             ) from None
         yield files
+
+
+def check_model_format(state, path: Path) -> None:
+    """Refuse a file that is neither a model file that this version of the package
+    reads nor a checkpoint of a run (which holds the optimizer beside the weights),
+    before anything in it is read as one of them."""
+    if not isinstance(state, dict) or state.get("format") == MODEL_FILE_FORMAT:
+        return  # (what is not a dictionary, checked_config refuses)
+    found = state.get("format")
+    if isinstance(found, str) and found.startswith("annotated-transformer-model/"):
+        raise CheckpointError(
+            f"{path} was written by another version of this package (format "
+            f"{found[:80]}; this version reads {MODEL_FILE_FORMAT}): bundle the run "
+            "again with this version, or read the file with the version that wrote it"
+        )
+    if "format" in state or "optimizer" not in state:
+        what = f"its format is {repr(found)[:80]}" if "format" in state else "no format"
+        raise CheckpointError(
+            f"{path} is not a model file of this package ({what}; a model file that "
+            f"python -m annotated_transformer.bundle writes has {MODEL_FILE_FORMAT}) "
+            "nor a checkpoint of a run (it holds no optimizer)"
+        )
 
 
 def load_model(
@@ -134,6 +169,7 @@ def load_model(
     dropped)."""
     with opened(paths) as files:
         last = load_checkpoint(paths[-1], files[-1])  # each file is read once
+        check_model_format(last, paths[-1])
         bundled = isinstance(last, dict) and last.get("format") == MODEL_FILE_FORMAT
         advice = (
             "It was damaged or edited: bundle the run again."
@@ -147,7 +183,7 @@ def load_model(
         # every checkpoint must be one of the run's: the run that config.json
         # records, or else the one the newest checkpoint comes from
         where = paths[-1].parent.parent / "config.json"
-        recorded = read_settings(where) if where.is_file() else settings
+        recorded = read_settings(where) if where.exists() else settings
 
         def weights(path: Path, file) -> dict:
             """An earlier checkpoint's weights, checked as the newest was."""
@@ -175,6 +211,7 @@ def bundled_vocabulary(state: dict, path: Path, advice: str):
     vocabulary = state.get("sentencepiece")
     stored = (
         isinstance(vocabulary, torch.Tensor)
+        and plain(vocabulary)
         and vocabulary.dtype == torch.uint8
         and vocabulary.dim() == 1
         and holds_its_numbers(vocabulary)
@@ -203,7 +240,7 @@ def run_folder_vocabulary(checkpoint: Path, settings: dict):
         )
     check_vocabulary(vocabularies[0], settings, checkpoint)
     return read_vocabulary(
-        vocabularies[0],
+        read_file(vocabularies[0]),
         vocabularies[0],
         "The run's checkpoints need the vocabulary they trained with: put back a "
         "copy of it.",

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from annotated_transformer.running.files import (
     append_line,
+    read_file,
     trim_torn_line,
     write_atomically,
 )
@@ -43,10 +44,10 @@ class MetricsLog:
     def cut_back(self, step: int) -> None:
         """Drop the lines of updates after ``step``, where a run resumes: it logs them
         again, so that the steps in the log only go up."""
-        if not self.enabled or not self.path.is_file():
+        if not self.enabled or not self.path.exists():
             return
-        try:
-            lines = self.path.read_text(encoding="utf-8").splitlines(keepends=True)
+        try:  # a regular file: a named pipe there is refused before training
+            lines = read_file(self.path).decode("utf-8").splitlines(keepends=True)
         except UnicodeDecodeError as error:
             raise ValueError(
                 f"{self.path} is not the UTF-8 text this package writes (byte "

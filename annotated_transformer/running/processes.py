@@ -134,6 +134,14 @@ class Vote:
 STOP_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")
 
 
+def leave_closed_terminal() -> None:
+    """After SIGHUP the terminal is gone and writing to it would fail, so what is said
+    from then on goes nowhere."""
+    for stream in (1, 2):
+        if os.isatty(stream):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), stream)
+
+
 class Interrupt:
     """While active, each of the ``STOP_SIGNALS`` asks the loop to save and stop
     instead of killing it mid-update. ``signal``: the first one that came, or None."""
@@ -152,11 +160,7 @@ class Interrupt:
     def request(self, number, _frame) -> None:
         self.signal = self.signal or signal.Signals(number)
         if number == getattr(signal, "SIGHUP", None):
-            # the terminal is gone: writing to it would fail, so what is said goes
-            # nowhere and the checkpoint is still saved
-            for stream in (1, 2):
-                if os.isatty(stream):
-                    os.dup2(os.open(os.devnull, os.O_WRONLY), stream)
+            leave_closed_terminal()  # and the checkpoint is still saved
 
     @property
     def requested(self) -> bool:

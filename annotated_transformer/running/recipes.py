@@ -13,6 +13,7 @@ import os
 from importlib import resources
 from pathlib import Path
 
+from annotated_transformer.running.files import read_file
 from annotated_transformer.running.run_folder import ADDED_LATER, AFTER_TRAINING
 
 BAND_FILE = "default_band.json"  # in the package's top folder
@@ -82,17 +83,17 @@ def finished_run(folder: Path) -> dict:
     not what a run writes is an error that names it."""
     name = "config.json"
     try:
-        config = json.loads((folder / name).read_text(encoding="utf-8"))
+        config = json.loads(read_file(folder / name).decode("utf-8"))
         run = {"recipe": recipe(config), "seed": config["run"]["seed"], "nll": {}}
         name = "metrics.jsonl"
-        for line in (folder / name).read_text(encoding="utf-8").splitlines():
+        for line in read_file(folder / name).decode("utf-8").splitlines():
             record = json.loads(line)
             if "valid_nll" in record:
                 run["nll"][str(record["step"])] = record["valid_nll"]
         run["bleu"], numbers = None, list(run["nll"].values())
         name = "results.json"
         if (folder / name).exists():  # a run stopped early may have no test score
-            results = json.loads((folder / name).read_text(encoding="utf-8"))
+            results = json.loads(read_file(folder / name).decode("utf-8"))
             run["bleu"] = results["bleu"]
             numbers.append(run["bleu"])
     except (OSError, ValueError) as error:  # unreadable, or not JSON

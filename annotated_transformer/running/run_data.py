@@ -26,7 +26,7 @@ from annotated_transformer.running.checkpoints import (
     remove_leftovers,
     run_vocabulary,
 )
-from annotated_transformer.running.files import RunLock, write_atomically
+from annotated_transformer.running.files import RunLock, read_file, write_atomically
 from annotated_transformer.running.processes import setup_group
 from annotated_transformer.speed import batchers, choice, token_store
 from annotated_transformer.text import corpora
@@ -63,8 +63,17 @@ class UpdateStream:
         self.pairs, self.world, self.rank = pairs, world, rank
         self.accumulate = run.accumulate
         self.parts = world * run.accumulate  # micro-batches in one update
-        self.budget = run.batch_tokens // self.parts  # tokens in one micro-batch
         self.lengths = data.pair_lengths(pairs)  # with <eos>, as the batches count
+        # tokens in one micro-batch: never more than the training data has, which is
+        # what the batches hold then (``batching``), said whenever the run starts
+        whole = batchers.data_tokens(*self.lengths)
+        self.budget = min(run.batch_tokens // self.parts, whole)
+        self.capped = (
+            f" (--batch-tokens {run.batch_tokens} is more than the {whole:,} tokens "
+            "of the training data, which one micro-batch holds at most)"
+            if run.batch_tokens // self.parts > whole
+            else ""
+        )
         longest = max(max(self.lengths[0]), max(self.lengths[1]))
         if self.budget < longest:  # a micro-batch holds at least the longest pair
             raise ValueError(
@@ -103,6 +112,7 @@ class UpdateStream:
         return (
             f"{self.budget * self.parts:,} tokens per update = {self.world} "
             f"process(es) x {self.accumulate} micro-batch(es) x {self.budget:,}"
+            f"{self.capped}"
         )
 
     def next(self, at: Position) -> list:
@@ -190,14 +200,12 @@ def prepare_data(
     process. Writes nothing else; returns the vocabulary's bytes if trained here, to be
     written later."""
     train_pairs, valid_pairs = splits
-    trained = (
-        None if vocab_path.is_file() else data.train_vocab(train_pairs, vocab_size)
-    )
+    trained = None if vocab_path.exists() else data.train_vocab(train_pairs, vocab_size)
     remedy = (
         "The run cannot go on without the vocabulary it trained with: put back a "
         "copy of it, or train again in a new folder."
     )
-    sp = data.read_vocabulary(trained or vocab_path, vocab_path, remedy)
+    sp = data.read_vocabulary(trained or read_file(vocab_path), vocab_path, remedy)
     check_vocabulary_size(sp, vocab_size, vocab_path, remedy)
     train, train_report = (
         token_store.cached_pairs(vocab_path, sp, train_pairs, run.max_sentence_tokens)

@@ -81,7 +81,7 @@ def resume_point(out_dir: Path) -> tuple:
     recorded, the file they were read from); None for either when there is none. A
     damaged checkpoint, or one of another run, is refused before any write."""
     config = out_dir / "config.json"
-    recorded = (read_settings(config), config) if config.is_file() else None
+    recorded = (read_settings(config), config) if config.exists() else None
     latest = latest_checkpoint(out_dir)
     if latest is None:
         # nothing was trained (a start that failed before its first checkpoint): the

@@ -109,6 +109,11 @@ class ShapedBatches:
         return collate(pairs, indices, self.shape_of(indices))
 
 
+def data_tokens(src_lengths: Sequence[int], tgt_lengths: Sequence[int]) -> int:
+    """The tokens of all the pairs, on the side that has more: a batch of them all."""
+    return max(sum(src_lengths), sum(tgt_lengths))
+
+
 def batching(
     src_lengths: Sequence[int],
     tgt_lengths: Sequence[int],
@@ -118,7 +123,10 @@ def batching(
     pack: bool = False,
 ):
     """Training's batches: packed into rows of one shape (``PackedBatches``), in
-    ``buckets`` fixed shapes, or with 0 sorted by length (``TokenBatches``)."""
+    ``buckets`` fixed shapes, or with 0 sorted by length (``TokenBatches``). A budget
+    of more tokens than the pairs have is theirs: one batch holds them all, and no
+    batch shape has rows for more (``max_tokens`` may be any integer)."""
+    max_tokens = min(max_tokens, data_tokens(src_lengths, tgt_lengths))
     if pack:
         return PackedBatches(src_lengths, tgt_lengths, max_tokens, seed=seed)
     if buckets:

@@ -8,6 +8,7 @@ import fcntl
 import itertools
 import json
 import os
+import stat
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -25,7 +26,9 @@ from annotated_transformer.data import (
 )
 from annotated_transformer.running.files import (
     WriteError,
+    not_a_file,
     open_own,
+    read_file,
     write_atomically,
     write_error,
 )
@@ -47,7 +50,7 @@ class TokenCache:
         ``pieces`` (the vocabulary's size), every id must be below it."""
         self.folder = folder
         try:
-            self.meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
+            self.meta = json.loads(read_file(folder / "meta.json").decode("utf-8"))
             if self.meta.get("dtype") not in ("uint16", "int32"):
                 raise ValueError(f"meta.json's dtype is {self.meta.get('dtype')!r}")
             for count in ("pairs", "kept", "empty", "too_long"):
@@ -75,7 +78,10 @@ class TokenCache:
     def _mapped(self, name: str, dtype, count: int | None) -> np.ndarray:
         """The file ``name`` mapped as ``count`` numbers of ``dtype`` (any count if
         None), refused if its size says otherwise."""
-        size, width = (self.folder / name).stat().st_size, np.dtype(dtype).itemsize
+        found, width = (self.folder / name).stat(), np.dtype(dtype).itemsize
+        if not stat.S_ISREG(found.st_mode):  # a named pipe would block the mapping
+            raise not_a_file(self.folder / name, found.st_mode)
+        size = found.st_size
         if size % width or (count is not None and size != count * width):
             raise ValueError(f"{name} has {size:,} bytes")
         if size == 0:  # a file of no bytes cannot be mapped

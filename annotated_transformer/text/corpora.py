@@ -17,20 +17,25 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from annotated_transformer.data import DataError, train_vocab, vocab_file
-from annotated_transformer.running.files import write_atomically
+from annotated_transformer.data import (
+    DataError,
+    read_vocabulary,
+    train_vocab,
+    vocab_file,
+)
+from annotated_transformer.running.files import open_file, read_file, write_atomically
 
 
 # --- from book/10_data.md ---
 def read_lines(path: Path) -> list[str]:
     """All lines of a UTF-8 text file (``.gz`` decompressed), without line endings."""
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise DataError(f"{path} does not exist")
     lines = []
-    opener = gzip.open if path.suffix == ".gz" else open
     try:
-        with opener(path, "rb") as f:
+        with open_file(path) as file:  # a regular file: not a pipe, not a device
+            f = gzip.GzipFile(fileobj=file) if path.suffix == ".gz" else file
             for number, raw in enumerate(f, 1):
                 try:
                     lines.append(raw.decode("utf-8").rstrip("\r\n"))
@@ -118,12 +123,10 @@ def train_shared_vocab(
 ):
     """The vocabulary of ``pairs``, trained once and cached in ``cache_dir`` under
     its fingerprint."""
-    import sentencepiece as spm
-
     path = Path(cache_dir) / vocab_file(pairs, vocab_size, max_sentences)
-    if not path.is_file():
+    if not path.exists():
         write_atomically(path, train_vocab(pairs, vocab_size, max_sentences))
-    return spm.SentencePieceProcessor(model_file=str(path))
+    return read_vocabulary(read_file(path), path, "Delete it, and it is trained again.")
 
 
 # --- from book/24_appendix_corpora.md ---
