@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import train_argv
 
-from annotated_transformer import band, bundle, evaluate, translate, visualize
+from annotated_transformer import band, bundle, evaluate, train, translate, visualize
 
 QUICK = ["--beam-size", "1", "--no-progress"]
 
@@ -234,3 +235,33 @@ def test_a_model_file_of_tensors_that_are_not_plain_is_one_line(
     line = refused(capsys, translate, argv, model_file.parent)
     assert "holds weights that do not fit its settings" in line
     assert "not dense numbers in the memory" in line and name in line
+
+
+@pytest.mark.parametrize("kind", ["meta", "sparse"])
+def test_a_checkpoint_whose_optimizer_state_is_not_plain_is_not_resumed(
+    run, text_corpus, kind, capsys
+):
+    newest = sorted((run / "checkpoints").glob("step-*.pt"))[-1]
+    state = torch.load(newest, weights_only=True)
+    adam = next(iter(state["optimizer"]["state"].values()))
+    adam["step"] = (
+        torch.empty_like(adam["step"], device="meta")
+        if kind == "meta"
+        else adam["step"].reshape(1).to_sparse()
+    )
+    torch.save(state, newest)
+    line = refused(capsys, train, train_argv(text_corpus, run, 6), run)
+    assert f"{newest} cannot be resumed from: its optimizer is damaged" in line
+    assert "step is not dense numbers in the memory" in line
+
+
+def test_a_named_pipe_in_a_run_folder_is_refused_before_training_writes(
+    run, text_corpus, capsys
+):
+    (run / "test.hyp").unlink(missing_ok=True)
+    os.mkfifo(run / "test.hyp")  # the test translations would be written into it
+    line = refused(capsys, train, train_argv(text_corpus, run, 6), run)
+    assert line == (
+        f"error: {run / 'test.hyp'} is a named pipe, and a run folder holds only "
+        "files this package wrote there: remove it, or use another --run"
+    )

@@ -338,9 +338,26 @@ class NotAFile(ValueError):
     """Something other than a regular file where the package reads or keeps one."""
 
 
+def kind_of(mode: int) -> str:
+    return KINDS.get(stat.S_IFMT(mode), "not a regular file")
+
+
 def not_a_file(path: Path, mode: int, where: str = "where a file is read") -> NotAFile:
-    kind = KINDS.get(stat.S_IFMT(mode), "not a regular file")
-    return NotAFile(f"{path} is {kind}, {where}; put a file there, or name one")
+    return NotAFile(
+        f"{path} is {kind_of(mode)}, {where}; put a file there, or name one"
+    )
+
+
+def others_in(folder: Path) -> list[Path]:
+    """What is under ``folder`` that is neither a regular file, a folder nor a link
+    (``links_in`` finds those): named pipes, devices, sockets."""
+    found = []
+    for root, folders, names in os.walk(folder):
+        for name in folders + names:
+            mode = Path(root, name).lstat().st_mode
+            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
+                found.append(Path(root, name))
+    return found
 
 
 def regular(descriptor: int, path: Path, where: str = "where a file is read") -> int:

@@ -26,12 +26,19 @@ from annotated_transformer.running.checkpoints import (
     checkpoints,
     latest_checkpoint,
     load_checkpoint,
+    plain,
     read_settings,
     save_checkpoint,
     step_of,
 )
 from annotated_transformer.running.devices import resolve_device
-from annotated_transformer.running.files import RunLock, links_in, size_text
+from annotated_transformer.running.files import (
+    RunLock,
+    kind_of,
+    links_in,
+    others_in,
+    size_text,
+)
 from annotated_transformer.running.metrics import MetricsLog
 from annotated_transformer.running.processes import (
     Interrupt,
@@ -63,6 +70,8 @@ def check_optimizer_state(optimizer) -> None:
             for key, value in state.items():
                 if not isinstance(value, torch.Tensor):
                     raise TypeError(f"{key} is a {type(value).__name__}, not a tensor")
+                if not plain(value):  # a meta or sparse tensor fails mid-update
+                    raise ValueError(f"{key} is not dense numbers in the memory")
                 if value.dim() > 0 and value.shape != weight.shape:
                     raise ValueError(
                         f"{key} of shape {tuple(value.shape)} for a weight of shape "
@@ -376,6 +385,13 @@ def check_run_folder(out_dir: Path) -> None:
             f"{links[0]} is a symbolic link, and a run folder holds only files "
             "this package wrote there: replace the link with a copy of the file, "
             "or use another --run"
+        )
+    others = others_in(out_dir)  # a named pipe would stop the first write there
+    if others:
+        raise ValueError(
+            f"{others[0]} is {kind_of(others[0].lstat().st_mode)}, and a run folder "
+            "holds only files this package wrote there: remove it, or use another "
+            "--run"
         )
 
 
