@@ -383,8 +383,9 @@ def checked_config(state: dict, path: Path, advice: str) -> TransformerConfig:
     odd = sorted(k for k, w in weights.items() if not plain(w))
     if odd:
         raise CheckpointError(
-            f"{path} holds weights that do not fit its settings ({len(odd)} not dense "
-            f"numbers in the memory, such as {odd[0]}). {advice}"
+            f"{path} holds weights that are not dense numbers in the memory (meta, "
+            f"sparse, quantized or nested tensors: {len(odd)}, such as {odd[0]}). "
+            f"{advice}"
         )
     stored = shapes(weights)
     wrong = sorted(k for k in expected.keys() & stored if expected[k] != stored[k])

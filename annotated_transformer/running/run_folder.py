@@ -71,7 +71,7 @@ def check_optimizer_state(optimizer) -> None:
                 if not isinstance(value, torch.Tensor):
                     raise TypeError(f"{key} is a {type(value).__name__}, not a tensor")
                 if not plain(value):  # a meta or sparse tensor fails mid-update
-                    raise ValueError(f"{key} is not dense numbers in the memory")
+                    raise ValueError(f"{key} is not a dense tensor in the memory")
                 if value.dim() > 0 and value.shape != weight.shape:
                     raise ValueError(
                         f"{key} of shape {tuple(value.shape)} for a weight of shape "
