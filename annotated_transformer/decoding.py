@@ -242,6 +242,12 @@ def decode_ids(
                 else lambda b, tokens, indices=indices: allowed(indices[b], tokens)
             )
             best = beam_search(model, src, src_mask, limits, settings, allowed=restrict)
+            if not all(best):  # every score was NaN: no hypothesis could be ranked
+                raise ValueError(
+                    "the model scores no translation of a sentence with a number: its "
+                    "outputs are NaN, so its weights are damaged or training diverged; "
+                    "use an earlier checkpoint"
+                )
             outputs = [[t for t in hyps[0].tokens if t != data.EOS] for hyps in best]
         for i, tokens in zip(indices, outputs):
             results[i] = tokens

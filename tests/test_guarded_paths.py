@@ -268,3 +268,19 @@ def test_a_named_pipe_in_a_run_folder_is_refused_before_training_writes(
         f"error: {run / 'test.hyp'} is a named pipe, and a run folder holds only "
         "files this package wrote there: remove it, or use another --run"
     )
+
+
+def test_a_model_whose_outputs_are_nan_is_one_line(model_file, source, capsys):
+    # weights far too large, though finite: the outputs overflow to NaN, and beam
+    # search can rank no hypothesis
+    state = torch.load(model_file, weights_only=True)
+    for name, weight in state["model"].items():
+        state["model"][name] = torch.full_like(weight, 3e38)
+    torch.save(state, model_file)
+    argv = ["--checkpoint", str(model_file), "-i", str(source), "--no-progress"]
+    line = refused(capsys, translate, argv, model_file.parent)
+    assert line == (
+        "error: the model scores no translation of a sentence with a number: its "
+        "outputs are NaN, so its weights are damaged or training diverged; use an "
+        "earlier checkpoint"
+    )
