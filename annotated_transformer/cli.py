@@ -10,7 +10,6 @@ import dataclasses
 import functools
 import importlib
 import io
-import json
 import os
 import re
 import signal
@@ -44,7 +43,6 @@ from annotated_transformer.running.files import (
     is_stream,
     nearest_folder,
     not_a_file,
-    read_file,
 )
 from annotated_transformer.running.loading import load_run_model
 from annotated_transformer.running.processes import leave_closed_terminal
@@ -614,29 +612,16 @@ def check_stream(path: Path, option: str) -> None:
 
 
 def run_folder_of(path: Path) -> Path | None:
-    """The run folder that holds ``path`` at any depth, if one does: a folder of
-    this package's checkpoints (``checkpoints/step-*.pt``) or run settings
-    (``config.json``)."""
+    """The run folder that holds ``path`` at any depth, if one does: a folder with
+    this package's checkpoints (``checkpoints/step-*.pt``) or the lock that every run
+    makes when it starts (``train.lock``). A folder that keeps copies of a run's
+    records (``config.json``, the figures) beside files of its own is not one."""
     for folder in Path(path).parents:
-        if any((folder / "checkpoints").glob("*-*.pt")) or is_run_settings(
-            folder / "config.json"
+        if (folder / "train.lock").is_file() or any(
+            (folder / "checkpoints").glob("*-*.pt")
         ):
             return folder
     return None
-
-
-def is_run_settings(path: Path) -> bool:
-    """Whether ``path`` is a run's ``config.json``: a small JSON file of model and
-    run settings (read only if it is a regular file)."""
-    try:
-        if not path.is_file() or path.stat().st_size > 2**20:
-            return False
-        settings = json.loads(read_file(path).decode("utf-8"))
-    except (OSError, ValueError):
-        return False
-    return isinstance(settings, dict) and all(
-        isinstance(settings.get(part), dict) for part in ("model", "run")
-    )
 
 
 def same_file(path: Path, other: Path) -> bool:
