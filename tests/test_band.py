@@ -227,3 +227,18 @@ def test_a_band_that_cannot_be_written_is_a_one_line_error(tmp_path, capsys):
         err = capsys.readouterr().err
         assert err.startswith("error: ") and message in err
         assert err.count("\n") == 1
+
+
+def test_a_score_of_the_validation_split_is_no_test_score_in_the_band():
+    """A run trained with ``--test-split valid`` (appendix A's half-budget runs) scored
+    the validation split at its end; the band keeps its losses but no test score."""
+    half = recipes.finished_run(MEASURED / "recipe-search" / "half-default-2750")
+    results = json.loads(
+        (MEASURED / "recipe-search" / "half-default-2750" / "results.json").read_text()
+    )
+    assert results["split"] == "valid" and results["bleu"] > 0
+    assert half["bleu"] is None and len(half["nll"]) == 22
+    default = MEASURED / "multi30k-en-de"  # scored on test2016: kept
+    test = json.loads((default / "results.json").read_text())
+    assert test["split"] == "test"
+    assert recipes.finished_run(default)["bleu"] == test["bleu"]

@@ -79,8 +79,9 @@ SEED_RUNS = ("multi30k-en-de", "multi30k-en-de-seed1", "multi30k-en-de-seed2")
 
 def finished_run(folder: Path) -> dict:
     """What the band needs of one run: its recipe, seed, validation losses and test
-    score (None when the folder holds no ``results.json``). A file that is missing or
-    not what a run writes is an error that names it."""
+    score (None when the folder holds no ``results.json``, or one that scores the
+    validation split). A file that is missing or not what a run writes is an error
+    that names it."""
     name = "config.json"
     try:
         config = json.loads(read_file(folder / name).decode("utf-8"))
@@ -94,8 +95,9 @@ def finished_run(folder: Path) -> dict:
         name = "results.json"
         if (folder / name).exists():  # a run stopped early may have no test score
             results = json.loads(read_file(folder / name).decode("utf-8"))
-            run["bleu"] = results["bleu"]
-            numbers.append(run["bleu"])
+            if results.get("split") != config["run"]["valid_split"]:
+                run["bleu"] = results["bleu"]
+                numbers.append(run["bleu"])
     except (OSError, ValueError) as error:  # unreadable, or not JSON
         raise ValueError(f"{folder / name} cannot be read ({error})") from None
     except (KeyError, TypeError, AttributeError) as error:
