@@ -600,6 +600,16 @@ def test_metrics_carry_the_models_flops_and_utilisation(
         assert r["mfu"] == pytest.approx(r["tflops"] * 1e12 / 2e12, rel=1e-9)
 
 
+def test_utilisation_of_several_processes_is_over_all_their_devices(monkeypatch):
+    """An update's FLOPs are every process's: two processes of a 2e12 FLOP/s device
+    reach their peak at 4e12."""
+    monkeypatch.setattr(trainer, "peak_flops", lambda *args, **kwargs: 2e12)
+    assert trainer.run_peak("cpu", False, 1) == 2e12
+    assert trainer.run_peak("cpu", False, 2) == 4e12
+    monkeypatch.setattr(trainer, "peak_flops", lambda *args, **kwargs: None)
+    assert trainer.run_peak("cuda:0", True, 2) is None  # a GPU of no known peak
+
+
 def test_source_alignment_is_one_for_even_attention_and_matches_a_hand_count():
     """The alignment signal against two references: a decoder whose encoder-decoder
     queries are zero spreads evenly over the source (ratio exactly 1), and for a

@@ -171,8 +171,15 @@ def start(model_config: TransformerConfig, run: RunConfig) -> Session:
         update=update,
         fast=fast,
         threads=training_threads(folder.device, run.threads, folder.world, tqdm.write),
-        peak=peak_flops(folder.device, fast.bf16, seconds=0.3),
+        peak=run_peak(folder.device, fast.bf16, folder.world),
     )
+
+
+def run_peak(device: str, bf16: bool, world: int) -> float | None:
+    """The peak FLOP/s of the run's devices together, when known: an update's FLOPs
+    count the work of every process, so MFU sets them against every process's device."""
+    peak = peak_flops(device, bf16, seconds=0.3)
+    return peak * world if peak else None
 
 
 @dataclass(kw_only=True)
@@ -186,7 +193,7 @@ class Session:
     update: Update  # how one optimizer update is made (chapter 11)
     fast: choice.FastPaths  # the fast paths it takes (appendix A)
     threads: ThreadChooser  # on a CPU, how many threads an update uses (appendix B)
-    peak: float | None = None  # the device's peak FLOP/s, when known
+    peak: float | None = None  # the run's peak FLOP/s, when known (`run_peak`)
 
     def parts(self) -> dict:
         """What a checkpoint holds besides the run's position, by name."""
