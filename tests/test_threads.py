@@ -90,6 +90,22 @@ def test_a_run_that_slows_far_below_its_measured_speed_times_the_counts_again():
     assert said == []
 
 
+def test_a_count_lowered_by_a_short_burst_goes_back_up_soon_after():
+    said = []
+    chooser = devices.ThreadChooser(candidates=[2, 1], say=said.append)
+    simulate(chooser, {2: 5000.0, 1: 3000.0}, updates=20)
+    # a burst of other work slows two threads, and one thread is kept: 8 updates to
+    # notice and time, then 22 on one thread
+    assert simulate(chooser, {2: 600.0, 1: 3000.0}, updates=30)[-22:] == [1] * 22
+    # the burst is over: 50 updates after the choice, not 500, the counts are
+    # timed again and two threads come back
+    counts = simulate(chooser, {2: 5000.0, 1: 3000.0}, updates=40)
+    assert counts[:28] == [1] * 28 and counts[28:34] == [2, 1] * 3
+    assert counts[34:] == [2] * 6 and chooser.chosen == 2
+    # then the usual interval: no trial over the next 400 updates
+    assert simulate(chooser, {2: 5000.0, 1: 3000.0}, updates=400) == [2] * 400
+
+
 def test_one_candidate_is_a_fixed_count_that_times_nothing():
     torch.set_num_threads(1)
     said = []

@@ -52,8 +52,9 @@ class ThreadChooser:
     Call ``pick`` before an update and ``took`` after it. The first update warms up
     and is not timed. Then each of ``candidates`` trains ``trial`` updates, in turn,
     and the fastest is kept. When the last ``window`` updates run at less than
-    ``slower`` times the speed measured for the kept count, all are timed again; and
-    every ``every`` updates, in case the machine has become quieter."""
+    ``slower`` times the speed measured for the kept count, all are timed again, and
+    again ``soon`` updates later, since what slowed them is often a short burst of
+    other work; and every ``every`` updates, in case the machine has become quieter."""
 
     candidates: list[int]  # one: a fixed count, nothing is timed
     say: Callable[[str], None] = print
@@ -61,6 +62,7 @@ class ThreadChooser:
     window: int = 10
     slower: float = 0.5
     every: int = 500
+    soon: int = 50
     clock: Callable[[], float] = time.perf_counter
     plan: list = field(default_factory=list)  # the counts of the next timed updates
     measured: dict = field(default_factory=dict)  # count: [tokens, seconds]
@@ -68,6 +70,8 @@ class ThreadChooser:
     chosen: int | None = None
     recent: deque = field(default_factory=deque)  # (tokens, seconds) since then
     kept: int = 0  # updates at the chosen count since it was chosen
+    due: int = 0  # and how many it makes before the counts are timed again
+    slowed: bool = False  # the trial under way began because the run slowed
     started: float = 0.0
 
     def __post_init__(self):
@@ -94,7 +98,7 @@ class ThreadChooser:
                 self.choose()
         elif self.chosen is not None:
             self.kept += 1
-            if self.kept == self.every:  # a quieter machine may take more threads
+            if self.kept == self.due:  # a quieter machine may take more threads
                 self.plan = self.candidates * self.trial
             self.recent.append((tokens, seconds))
             if len(self.recent) == self.window and not self.plan:
@@ -106,6 +110,7 @@ class ThreadChooser:
                         f"{self.chosen} threads): timing the thread counts again"
                     )
                     self.plan = self.candidates * self.trial
+                    self.slowed = True
                 self.recent.popleft()
 
     def choose(self) -> None:
@@ -113,6 +118,7 @@ class ThreadChooser:
         self.speed = {n: t / max(s, 1e-9) for n, (t, s) in self.measured.items()}
         self.chosen = max(self.speed, key=self.speed.get)
         self.measured, self.recent, self.kept = {}, deque(), 0
+        self.due, self.slowed = self.soon if self.slowed else self.every, False
         torch.set_num_threads(self.chosen)
         if self.chosen == before:  # timed again, and nothing to say
             return
